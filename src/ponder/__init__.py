@@ -1,0 +1,38 @@
+"""ponder: durable chat agents for Python.
+
+An agent's work outlives the request that started it: it survives a crash or a deploy, never loses
+or duplicates a message, streams to any frontend, and runs on one laptop or on many nodes.
+"""
+
+from .runtime import (
+    Agent,
+    AgentHost,
+    Connection,
+    ConnectionInfo,
+    FiberContext,
+    FiberRecoveryContext,
+    Schedule,
+    StateUpdateRejected,
+    callable,
+)
+from .server import App
+from .storage import Storage, Store, create_store
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentHost",
+    "App",
+    "Connection",
+    "ConnectionInfo",
+    "FiberContext",
+    "FiberRecoveryContext",
+    "Schedule",
+    "StateUpdateRejected",
+    "Storage",
+    "Store",
+    "__version__",
+    "callable",
+    "create_store",
+]
