@@ -48,14 +48,21 @@ class Counter(Agent):
         return await self.storage.get("reminders", [])
 
     @callable
-    async def start_job(self, steps: int) -> None:
-        """Start long-running durable work in the background."""
-        self.create_task(self.run_fiber("job", lambda ctx: self._job(ctx, steps)))
+    async def start_job(self, steps: int, interval: float = 1.0) -> None:
+        """Start long-running durable work in the background; progress is broadcast."""
+        self.create_task(self.run_fiber("job", lambda ctx: self._job(ctx, steps, interval)))
 
-    async def _job(self, ctx, steps: int) -> None:
+    async def _job(self, ctx, steps: int, interval: float) -> None:
         for step in range(steps):
             await ctx.stash({"step": step, "of": steps})
-            await asyncio.sleep(1)
+            self.broadcast({"type": "job_progress", "step": step})
+            await asyncio.sleep(interval)
+        await self.storage.put("job_done", steps)
+        self.broadcast({"type": "job_done", "steps": steps})
+
+    @callable
+    async def job_done(self):
+        return await self.storage.get("job_done")
 
     async def on_fiber_recovered(self, ctx: FiberRecoveryContext) -> None:
         await self.storage.put("recovered", {"name": ctx.name, "snapshot": ctx.snapshot})

@@ -48,7 +48,7 @@ def _check_port(host: str, port: int) -> None:
             raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
 
 
-def build_app(target: str, store: str | None) -> Any:
+def build_app(target: str, store: str | None, shutdown_timeout: float | None = None) -> Any:
     """The ``App`` that ``ponder serve TARGET`` runs."""
     from ._loading import LoadError, load_target
     from .server import App
@@ -57,16 +57,22 @@ def build_app(target: str, store: str | None) -> Any:
         loaded = load_target(target)
     except LoadError as exc:
         raise CommandError(str(exc)) from exc
-    if isinstance(loaded, App):
-        if store:
-            loaded.set_store(store)
-        return loaded
-    return App(agents=loaded, store=store)
+    app = loaded if isinstance(loaded, App) else App(agents=loaded, store=store)
+    if store and app is loaded:
+        app.set_store(store)
+    if shutdown_timeout is not None:
+        app.host.shutdown_timeout = shutdown_timeout
+    return app
 
 
 def _reload_factory() -> Any:
     """Entry point for ``uvicorn --reload``: rebuild the app from the environment in the child."""
-    return build_app(os.environ["PONDER_SERVE_TARGET"], os.environ.get("PONDER_SERVE_STORE") or None)
+    timeout = os.environ.get("PONDER_SERVE_SHUTDOWN_TIMEOUT")
+    return build_app(
+        os.environ["PONDER_SERVE_TARGET"],
+        os.environ.get("PONDER_SERVE_STORE") or None,
+        float(timeout) if timeout else None,
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> None:
@@ -90,13 +96,16 @@ def cmd_serve(args: argparse.Namespace) -> None:
         build_app(args.target, args.store)  # fail fast, in this process, on a bad target
         os.environ["PONDER_SERVE_TARGET"] = args.target
         os.environ["PONDER_SERVE_STORE"] = args.store or ""
+        os.environ["PONDER_SERVE_SHUTDOWN_TIMEOUT"] = (
+            "" if args.shutdown_timeout is None else str(args.shutdown_timeout)
+        )
         target_path = Path(args.target.partition(":")[0])
         reload_dir = str(target_path.parent.resolve()) if target_path.is_file() else str(Path.cwd())
         uvicorn.run(
             "ponder.cli:_reload_factory", factory=True, reload=True, reload_dirs=[reload_dir], **common
         )
         return
-    app = build_app(args.target, args.store)
+    app = build_app(args.target, args.store, args.shutdown_timeout)
     names = ", ".join(sorted(app.host.agent_classes)) or "no agents"
     print(
         f"ponder: serving {names} on http://{args.host}:{args.port} (store: {app.host.store.url})",
@@ -225,6 +234,13 @@ def _parser() -> argparse.ArgumentParser:
         "--store",
         default=None,
         help="store URL, e.g. sqlite:///data/ponder.sqlite3 (default: $PONDER_STORE or ./.ponder/ponder.sqlite3)",
+    )
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="on SIGTERM, how long running work may take to finish before it is checkpointed (default 10)",
     )
     serve.add_argument("--reload", action="store_true", help="restart when the source changes (development)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])

@@ -245,7 +245,7 @@ class Agent:
         if isinstance(data, str):
             try:
                 message = json.loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested too deep to parse
                 message = data
         if isinstance(message, dict):
             kind = message.get("type")
