@@ -78,22 +78,19 @@ def _reload_factory() -> Any:
 def cmd_serve(args: argparse.Namespace) -> None:
     import uvicorn
 
-    from .server import DEFAULT_MAX_FRAME_BYTES
-
     _configure_logging(args.log_level)
+    app = build_app(args.target, args.store, args.shutdown_timeout)  # fails fast on a bad target
     _check_port(args.host, args.port)
-    # uvicorn closes a socket whose frame exceeds ws_max_size; keep it well above the app's own
-    # limit so oversized frames get a clear error frame instead of a dropped connection.
-    ws_max_size = DEFAULT_MAX_FRAME_BYTES * 4
     common: dict[str, Any] = {
         "host": args.host,
         "port": args.port,
         "log_level": args.log_level.lower(),
-        "ws_max_size": ws_max_size,
         "timeout_graceful_shutdown": 15,
+        # uvicorn closes a socket whose frame exceeds ws_max_size; keep it well above the app's own
+        # limit so oversized frames get a clear error frame instead of a dropped connection.
+        "ws_max_size": app.max_frame_bytes * 4,
     }
     if args.reload:
-        build_app(args.target, args.store)  # fail fast, in this process, on a bad target
         os.environ["PONDER_SERVE_TARGET"] = args.target
         os.environ["PONDER_SERVE_STORE"] = args.store or ""
         os.environ["PONDER_SERVE_SHUTDOWN_TIMEOUT"] = (
@@ -105,7 +102,6 @@ def cmd_serve(args: argparse.Namespace) -> None:
             "ponder.cli:_reload_factory", factory=True, reload=True, reload_dirs=[reload_dir], **common
         )
         return
-    app = build_app(args.target, args.store, args.shutdown_timeout)
     names = ", ".join(sorted(app.host.agent_classes)) or "no agents"
     print(
         f"ponder: serving {names} on http://{args.host}:{args.port} (store: {app.host.store.url})",

@@ -25,6 +25,7 @@ from ._callable import callable_info
 from ._connection import Connection, ConnectionInfo
 from ._cron import next_cron_time
 from ._fibers import FiberContext, FiberRecoveryContext, current_fiber
+from ._json import dumps
 from ._naming import kebab_case, sub_agent_id_for
 from ._schedules import Schedule, resolve_when
 
@@ -47,24 +48,6 @@ FIBER_RECOVERY_MAX_DELAY = 300.0
 
 class StateUpdateRejected(Exception):
     """Raise from ``validate_state`` to refuse a client's state update."""
-
-
-def _json_default(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if dump is not None:
-        return dump(mode="json")
-    if hasattr(value, "__dataclass_fields__"):
-        import dataclasses
-
-        return dataclasses.asdict(value)
-    if isinstance(value, set | frozenset | tuple):
-        return list(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON as it goes on the wire and into rows (pydantic models and dataclasses allowed)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default)
 
 
 def _positional_arity(fn: Callable[..., Any]) -> int:

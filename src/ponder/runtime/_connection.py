@@ -10,12 +10,13 @@ letting the queue grow without bound.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from ._json import dumps
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -49,7 +50,7 @@ def encode_frame(message: Any) -> str | bytes:
     """Frames are JSON text; strings and bytes pass through untouched."""
     if isinstance(message, str | bytes):
         return message
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    return dumps(message)
 
 
 class Connection:

@@ -13,6 +13,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._json import dumps
+
 if TYPE_CHECKING:
     from ._agent import Agent
 
@@ -36,7 +38,7 @@ class FiberContext:
 
     async def stash(self, data: Any) -> None:
         """Durably replace this fiber's snapshot (JSON-serialisable) before continuing."""
-        encoded = json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        encoded = dumps(data)
         await self._agent.storage.store.execute(
             "UPDATE ponder_fibers SET snapshot = ? WHERE id = ? AND agent_id = ?",
             (encoded, self.id, self._agent.id),

@@ -193,8 +193,9 @@ class App:
             ),
         )
         code, reason = 1005, ""
-        await agent._accept_connection(connection)
         try:
+            # Inside the try: if attaching fails half-way, the finally still detaches the connection.
+            await agent._accept_connection(connection)
             while True:
                 message = await websocket.receive()
                 if message["type"] == "websocket.disconnect":
@@ -219,8 +220,13 @@ class App:
                     )
                     continue
                 await agent._receive(connection, data)
-        except Exception as exc:  # a broken socket ends this connection only
-            logger.debug("connection %s ended: %s", connection.id, exc)
+        except Exception:
+            # A disconnect arrives as a message, so this is a failure in the agent: end this
+            # connection only, visibly, with 1011 (the client may reconnect).
+            logger.exception("connection %s to %r failed; closing it", connection.id, agent)
+            code, reason = 1011, "internal error"
+            with contextlib.suppress(Exception):  # the socket may already be gone
+                await websocket.close(1011, "internal error")
         finally:
             await agent._release_connection(connection, code, reason)
 
@@ -253,4 +259,11 @@ class App:
             return JSONResponse({"error": "internal error"}, status_code=500)
         if response is None:
             return JSONResponse({"error": "not found"}, status_code=404)
+        if not isinstance(response, Response):
+            logger.error(
+                "%s.on_request returned %s, not a Response (or None); answering 500",
+                type(agent).__name__,
+                type(response).__name__,
+            )
+            return JSONResponse({"error": "internal error"}, status_code=500)
         return response
