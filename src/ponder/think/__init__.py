@@ -1,0 +1,41 @@
+"""Think: an agent that owns the whole chat lifecycle (turns, tools, streaming, persistence, protocol).
+
+See ``docs/think.md`` (the class, hooks and turn lifecycle) and ``docs/protocol.md`` (the frames).
+"""
+
+from ..tools import Tool, ToolContext, tool
+from ._messages import MessageTree
+from ._think import CHAT_TURN_FIBER_PREFIX, Think
+from ._turn import CONTINUE_PROMPT
+from ._types import (
+    ChatErrorContext,
+    ChatResult,
+    StepConfig,
+    StepContext,
+    StepResult,
+    ToolCallContext,
+    ToolCallDecision,
+    ToolCallResult,
+    TurnConfig,
+    TurnContext,
+)
+
+__all__ = [
+    "CHAT_TURN_FIBER_PREFIX",
+    "CONTINUE_PROMPT",
+    "ChatErrorContext",
+    "ChatResult",
+    "MessageTree",
+    "StepConfig",
+    "StepContext",
+    "StepResult",
+    "Think",
+    "Tool",
+    "ToolCallContext",
+    "ToolCallDecision",
+    "ToolCallResult",
+    "ToolContext",
+    "TurnConfig",
+    "TurnContext",
+    "tool",
+]

@@ -1,0 +1,491 @@
+"""One chat turn: the step loop that turns model events into AI SDK chunks and runs server tools.
+
+Why this module exists: a turn is the heart of Think — build the tools and prompt, call the model, translate
+its events into ``UIMessageChunk`` dicts (applied to one assistant message and relayed to every client),
+execute the tools it called, and loop until the model stops calling tools or the step budget is spent. It is
+kept apart from the protocol and queue code in ``_think.py`` so each stays small.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_jsonable_python
+
+from ..chat import MessageAccumulator, new_message_id
+from ..models import (
+    AssistantMessage,
+    Finish,
+    ModelClient,
+    ModelRequest,
+    ModelSettings,
+    ReasoningDelta,
+    ReasoningEnd,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Usage,
+    UserMessage,
+    ui_messages_to_model_messages,
+)
+from ..tools import Tool, ToolContext, ToolInputError, to_tools
+from ._types import (
+    StepConfig,
+    StepContext,
+    StepResult,
+    ToolCallContext,
+    ToolCallDecision,
+    ToolCallResult,
+    TurnConfig,
+    TurnContext,
+)
+
+if TYPE_CHECKING:
+    from ._think import Think
+
+__all__ = ["CONTINUE_PROMPT", "Turn", "TurnSpec"]
+
+logger = logging.getLogger("ponder.think")
+
+CONTINUE_PROMPT = "Continue your previous response from exactly where it left off. Do not repeat any of it."
+BLOCKED_TOOL_TEXT = "The tool call was blocked."
+
+ChunkCallback = Callable[[dict[str, Any]], Any]
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, as chunks go on the wire."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=to_jsonable_python)
+
+
+async def maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+@dataclass(slots=True)
+class TurnSpec:
+    """What to run: a new answer (under ``parent_id`` for a regeneration, else after the newest leaf), or a
+    continuation of ``continue_id``."""
+
+    request_id: str
+    parent_id: str | None = None
+    regenerate: bool = False
+    continue_id: str | None = None
+    body: dict[str, Any] = field(default_factory=dict)
+    message_ids: list[str] = field(default_factory=list)
+    callback: ChunkCallback | None = None
+    generation: int = 0
+
+    @property
+    def continuation(self) -> bool:
+        return self.continue_id is not None
+
+
+@dataclass(slots=True)
+class _Call:
+    tool_call_id: str
+    tool_name: str
+    tool: Tool | None
+    input: dict[str, Any]
+    validated: dict[str, Any]
+
+
+class Turn:
+    """Runs one turn for a :class:`Think` agent; ``acc`` holds the assistant message being built."""
+
+    def __init__(self, agent: Think, spec: TurnSpec) -> None:
+        self.agent = agent
+        self.spec = spec
+        self.request_id = spec.request_id
+        self.seq = 0
+        self.error_text: str | None = None
+        seed = agent._tree.get(spec.continue_id) if spec.continue_id else None
+        if seed is not None:
+            self.acc = MessageAccumulator(message=seed, continuation=True)
+        else:
+            self.acc = MessageAccumulator()
+        self._text_id: str | None = None
+        self._reasoning_id: str | None = None
+        self._part_counter = 0
+        self._on_chunk = type(agent).on_chunk is not _base_on_chunk(agent)
+
+    # -- emitting chunks ---------------------------------------------------------------------------
+
+    async def emit(self, chunk: dict[str, Any]) -> None:
+        result = self.acc.apply(chunk)
+        if result.suppressed:
+            return
+        if result.cross_message:
+            await self.agent._apply_cross_message(chunk)
+        frame: dict[str, Any] = {
+            "type": "cf_agent_use_chat_response",
+            "id": self.request_id,
+            "body": dumps(chunk),
+            "done": False,
+        }
+        if self.spec.continuation:
+            frame["continuation"] = True
+        frame["seq"] = self.seq
+        self.seq += 1
+        self.agent.broadcast(frame)
+        if self.spec.callback is not None:
+            await maybe_await(self.spec.callback(chunk))
+        if self._on_chunk:
+            await maybe_await(self.agent.on_chunk(chunk))
+
+    def _next_id(self, prefix: str) -> str:
+        value = f"{prefix}{self._part_counter}"
+        self._part_counter += 1
+        return value
+
+    async def _close_text(self) -> None:
+        if self._text_id is not None:
+            text_id, self._text_id = self._text_id, None
+            await self.emit({"type": "text-end", "id": text_id})
+
+    async def _close_reasoning(self, provider_metadata: dict[str, Any] | None = None) -> None:
+        if self._reasoning_id is not None:
+            reasoning_id, self._reasoning_id = self._reasoning_id, None
+            chunk: dict[str, Any] = {"type": "reasoning-end", "id": reasoning_id}
+            if provider_metadata:
+                chunk["providerMetadata"] = provider_metadata
+            await self.emit(chunk)
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        agent = self.agent
+        tools = to_tools(await maybe_await(agent.get_tools()))
+        system = await maybe_await(agent.get_system_prompt())
+        model = await agent._resolve_model(None)
+        anchor = self.spec.continue_id or (self.spec.parent_id if self.spec.regenerate else None)
+        history = agent._tree.path_to(anchor)
+        if self.spec.continuation:
+            history = history[:-1]  # the continued message is rebuilt from the accumulator each step
+        prior = ui_messages_to_model_messages(history)
+        ctx = TurnContext(
+            request_id=self.request_id,
+            system=system,
+            messages=prior,
+            tools=tools,
+            model=model,
+            continuation=self.spec.continuation,
+            body=dict(self.spec.body),
+        )
+        config = await maybe_await(agent.before_turn(ctx)) or TurnConfig()
+        if config.model is not None:
+            model = await agent._resolve_model(config.model)
+        if config.system is not None:
+            system = config.system
+        if config.messages is not None:
+            prior = list(config.messages)
+        if config.tools:
+            tools = {**tools, **to_tools(config.tools)}
+        if config.active_tools is not None:
+            tools = {name: t for name, t in tools.items() if name in config.active_tools}
+        max_steps = config.max_steps if config.max_steps is not None else agent.max_steps
+        send_reasoning = config.send_reasoning if config.send_reasoning is not None else agent.send_reasoning
+        settings = ModelSettings(
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            top_p=config.top_p,
+            stop_sequences=config.stop_sequences,
+            seed=config.seed,
+            tool_choice=config.tool_choice,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+            extra=dict(config.extra or {}),
+        )
+
+        start: dict[str, Any] = {"type": "start"}
+        if not self.spec.continuation:
+            start["messageId"] = self.acc.message_id
+        await self.emit(start)
+        if self.spec.continuation:
+            await self._run_approved(tools)
+
+        finish_reason: str | None = None
+        for step in range(max(0, max_steps)):
+            messages = prior + ui_messages_to_model_messages([self.acc.message])
+            if messages and isinstance(messages[-1], AssistantMessage):
+                messages.append(UserMessage(CONTINUE_PROMPT))  # ephemeral: never stored
+            if not messages:
+                raise ValueError("there are no messages to send to the model")
+            step_ctx = StepContext(self.request_id, step, system, messages, tools, model)
+            step_config = await maybe_await(agent.before_step(step_ctx)) or StepConfig()
+            step_model = await agent._resolve_model(step_config.model) if step_config.model else model
+            step_system = step_config.system if step_config.system is not None else system
+            visible = tools
+            if step_config.active_tools is not None:
+                visible = {n: t for n, t in tools.items() if n in step_config.active_tools}
+            step_settings = settings
+            if step_config.tool_choice is not None:
+                step_settings = ModelSettings(
+                    **{**_settings_dict(settings), "tool_choice": step_config.tool_choice}
+                )
+            request = ModelRequest(
+                system=step_system or None,
+                messages=messages,
+                tools=[t.definition for t in visible.values()],
+                settings=step_settings,
+            )
+            finish_reason, calls, usage, awaiting, tool_calls = await self._step(
+                step_model, request, visible, send_reasoning
+            )
+            results = await self._execute(calls)
+            await self.emit({"type": "finish-step"})
+            await maybe_await(
+                agent.on_step_finish(
+                    StepResult(
+                        request_id=self.request_id,
+                        step=step,
+                        finish_reason=finish_reason,  # type: ignore[arg-type]
+                        text=_step_text(self.acc.message),
+                        tool_calls=tool_calls,
+                        tool_results=results,
+                        usage=usage,
+                    )
+                )
+            )
+            if not tool_calls or awaiting:
+                break
+        finish: dict[str, Any] = {"type": "finish"}
+        if finish_reason is not None:
+            finish["finishReason"] = finish_reason
+        await self.emit(finish)
+
+    async def _step(
+        self, model: ModelClient, request: ModelRequest, tools: dict[str, Tool], send_reasoning: bool
+    ) -> tuple[str | None, list[_Call], Usage | None, bool, list[dict[str, Any]]]:
+        await self.emit({"type": "start-step"})
+        calls: list[_Call] = []
+        tool_calls: list[dict[str, Any]] = []
+        awaiting = False
+        usage: Usage | None = None
+        finish_reason: str | None = None
+        stream = model.stream(request)
+        try:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    if not event.text:
+                        continue
+                    await self._close_reasoning()
+                    if self._text_id is None:
+                        self._text_id = self._next_id("t")
+                        await self.emit({"type": "text-start", "id": self._text_id})
+                    await self.emit({"type": "text-delta", "id": self._text_id, "delta": event.text})
+                elif isinstance(event, ReasoningDelta):
+                    if not send_reasoning:
+                        continue
+                    await self._close_text()
+                    if self._reasoning_id is None:
+                        self._reasoning_id = self._next_id("r")
+                        await self.emit({"type": "reasoning-start", "id": self._reasoning_id})
+                    await self.emit(
+                        {"type": "reasoning-delta", "id": self._reasoning_id, "delta": event.text}
+                    )
+                elif isinstance(event, ReasoningEnd):
+                    if send_reasoning:
+                        await self._close_reasoning(event.provider_metadata)
+                elif isinstance(event, ToolCallStart):
+                    await self._close_text()
+                    await self._close_reasoning()
+                    await self.emit(
+                        {
+                            "type": "tool-input-start",
+                            "toolCallId": event.tool_call_id,
+                            "toolName": event.tool_name,
+                        }
+                    )
+                elif isinstance(event, ToolCallDelta):
+                    await self.emit(
+                        {
+                            "type": "tool-input-delta",
+                            "toolCallId": event.tool_call_id,
+                            "inputTextDelta": event.args_delta,
+                        }
+                    )
+                elif isinstance(event, ToolCallEnd):
+                    await self._close_text()
+                    await self._close_reasoning()
+                    tool_calls.append(
+                        {"toolCallId": event.tool_call_id, "toolName": event.tool_name, "input": event.args}
+                    )
+                    call = await self._tool_call_ended(event, tools)
+                    if call is True:
+                        awaiting = True
+                    elif call is not None:
+                        calls.append(call)
+                elif isinstance(event, Usage):
+                    usage = event
+                elif isinstance(event, Finish):
+                    finish_reason = event.reason
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        await self._close_text()
+        await self._close_reasoning()
+        return finish_reason, calls, usage, awaiting, tool_calls
+
+    async def _tool_call_ended(self, event: ToolCallEnd, tools: dict[str, Tool]) -> _Call | bool | None:
+        """Validate a finished call: a ``_Call`` to run, ``True`` when it awaits approval, else ``None``."""
+        call_id, name = event.tool_call_id, event.tool_name
+        base = {"toolCallId": call_id, "toolName": name}
+        tool = tools.get(name)
+        if event.invalid_args is not None:
+            error = (
+                f"Invalid input for tool {name}: the arguments are not a JSON object: {event.invalid_args}"
+            )
+            await self.emit(
+                {"type": "tool-input-error", **base, "input": event.invalid_args, "errorText": error}
+            )
+            return None
+        if tool is None:
+            available = ", ".join(sorted(tools)) or "none"
+            error = f"Model tried to call unavailable tool '{name}'. Available tools: {available}."
+            await self.emit({"type": "tool-input-error", **base, "input": event.args, "errorText": error})
+            return None
+        try:
+            validated = tool.validate(event.args)
+        except ToolInputError as exc:
+            await self.emit({"type": "tool-input-error", **base, "input": event.args, "errorText": str(exc)})
+            return None
+        await self.emit({"type": "tool-input-available", **base, "input": event.args})
+        try:
+            needs_approval = await tool.requires_approval(event.args)
+        except Exception as exc:
+            await self.emit(
+                {"type": "tool-output-error", "toolCallId": call_id, "errorText": _error_text(exc)}
+            )
+            return None
+        if needs_approval:
+            await self.emit(
+                {"type": "tool-approval-request", "toolCallId": call_id, "approvalId": new_message_id()}
+            )
+            return True
+        return _Call(call_id, name, tool, event.args, validated)
+
+    async def _run_approved(self, tools: dict[str, Tool]) -> None:
+        """A continuation first runs the calls the user approved since the last turn."""
+        calls: list[_Call] = []
+        for part in self.acc.parts:
+            if part.get("state") != "approval-responded":
+                continue
+            approval = part.get("approval")
+            if isinstance(approval, dict) and approval.get("approved") is False:
+                continue
+            name = part.get("toolName") or str(part.get("type", ""))[len("tool-") :]
+            raw_input = part.get("input") if isinstance(part.get("input"), dict) else {}
+            tool = tools.get(name)
+            validated: dict[str, Any] = {}
+            if tool is not None:
+                try:
+                    validated = tool.validate(raw_input)
+                except ToolInputError as exc:
+                    await self.emit(
+                        {"type": "tool-output-error", "toolCallId": part["toolCallId"], "errorText": str(exc)}
+                    )
+                    continue
+            calls.append(_Call(part["toolCallId"], name, tool, raw_input, validated))
+        await self._execute(calls)
+
+    # -- tools -------------------------------------------------------------------------------------
+
+    async def _execute(self, calls: list[_Call]) -> list[ToolCallResult]:
+        if not calls:
+            return []
+        if len(calls) == 1:
+            return [await self._execute_one(calls[0])]
+        return list(await asyncio.gather(*(self._execute_one(call) for call in calls)))
+
+    async def _execute_one(self, call: _Call) -> ToolCallResult:
+        agent = self.agent
+        result = ToolCallResult(self.request_id, call.tool_call_id, call.tool_name, call.input)
+        try:
+            decision = await maybe_await(
+                agent.before_tool_call(
+                    ToolCallContext(
+                        self.request_id, call.tool_call_id, call.tool_name, dict(call.input), call.tool
+                    )
+                )
+            )
+            result.decision = decision
+            if decision is not None and decision.action == "block":
+                result.output = decision.reason or BLOCKED_TOOL_TEXT
+            elif decision is not None and decision.action == "substitute":
+                result.output = decision.output
+            elif call.tool is None:
+                raise LookupError(f"tool {call.tool_name!r} is not available")
+            else:
+                args, validate = call.validated, False
+                if isinstance(decision, ToolCallDecision) and decision.input is not None:
+                    args = dict(decision.input)
+                    result.input = args
+                ctx = ToolContext(agent, call.tool_call_id, call.tool_name, self.request_id)
+
+                async def preliminary(value: Any) -> None:
+                    await self.emit(
+                        {
+                            "type": "tool-output-available",
+                            "toolCallId": call.tool_call_id,
+                            "output": value,
+                            "preliminary": True,
+                        }
+                    )
+
+                result.output = await call.tool.invoke(args, ctx, preliminary, validate=validate)
+        except Exception as exc:
+            result.error = _error_text(exc)
+            logger.info("%r: tool %s failed: %s", agent, call.tool_name, result.error)
+        if result.error is not None:
+            await self.emit(
+                {"type": "tool-output-error", "toolCallId": call.tool_call_id, "errorText": result.error}
+            )
+        else:
+            await self.emit(
+                {"type": "tool-output-available", "toolCallId": call.tool_call_id, "output": result.output}
+            )
+        try:
+            await maybe_await(agent.after_tool_call(result))
+        except Exception:
+            logger.exception("%r: after_tool_call raised", agent)
+        return result
+
+
+def _settings_dict(settings: ModelSettings) -> dict[str, Any]:
+    return {name: getattr(settings, name) for name in settings.__dataclass_fields__}
+
+
+def _step_text(message: dict[str, Any]) -> str:
+    parts = message.get("parts") or []
+    start = 0
+    for index, part in enumerate(parts):
+        if part.get("type") == "step-start":
+            start = index
+    return "".join(p.get("text") or "" for p in parts[start:] if p.get("type") == "text")
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return text if text else type(exc).__name__
+
+
+def _base_on_chunk(agent: Think) -> Callable[..., Awaitable[None]]:
+    from ._think import Think
+
+    return Think.on_chunk  # type: ignore[return-value]
+
+
+def error_text(exc: BaseException) -> str:
+    """The message a client and ``on_chat_error`` see for a failed turn."""
+    return _error_text(exc)
