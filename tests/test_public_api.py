@@ -8,7 +8,17 @@ import pytest
 
 import ponder
 
-PACKAGES = ["ponder", "ponder.runtime", "ponder.storage", "ponder.server"]
+PACKAGES = [
+    "ponder",
+    "ponder.runtime",
+    "ponder.storage",
+    "ponder.server",
+    "ponder.chat",
+    "ponder.models",
+    "ponder.testing",
+    "ponder.think",
+    "ponder.tools",
+]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -30,7 +40,7 @@ def test_every_public_attribute_is_in_all(name: str) -> None:
 
 
 def test_top_level_surface() -> None:
-    assert {"Agent", "AgentHost", "App", "callable"} <= set(ponder.__all__)
+    assert {"Agent", "AgentHost", "App", "callable", "Think", "tool"} <= set(ponder.__all__)
 
 
 def test_lower_layers_do_not_import_higher_ones() -> None:
@@ -43,6 +53,8 @@ def test_lower_layers_do_not_import_higher_ones() -> None:
         "runtime": {"server", "think", "chat", "models", "cli"},
         "chat": {"runtime", "server", "think", "models", "storage", "cli"},
         "models": {"runtime", "server", "think", "cli"},
+        "tools": {"server", "think", "cli"},
+        "think": {"server", "cli"},
     }
     offenders = []
     for layer, banned in forbidden.items():

@@ -17,6 +17,20 @@ from .runtime import (
 )
 from .server import App
 from .storage import Storage, Store, create_store
+from .think import (
+    ChatErrorContext,
+    ChatResult,
+    StepConfig,
+    StepContext,
+    StepResult,
+    Think,
+    ToolCallContext,
+    ToolCallDecision,
+    ToolCallResult,
+    TurnConfig,
+    TurnContext,
+)
+from .tools import Tool, ToolContext, tool
 
 __version__ = "0.1.0"
 
@@ -24,15 +38,29 @@ __all__ = [
     "Agent",
     "AgentHost",
     "App",
+    "ChatErrorContext",
+    "ChatResult",
     "Connection",
     "ConnectionInfo",
     "FiberContext",
     "FiberRecoveryContext",
     "Schedule",
     "StateUpdateRejected",
+    "StepConfig",
+    "StepContext",
+    "StepResult",
     "Storage",
     "Store",
+    "Think",
+    "Tool",
+    "ToolCallContext",
+    "ToolCallDecision",
+    "ToolCallResult",
+    "ToolContext",
+    "TurnConfig",
+    "TurnContext",
     "__version__",
     "callable",
     "create_store",
+    "tool",
 ]
