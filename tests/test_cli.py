@@ -115,3 +115,43 @@ def test_inspect_lists_agents_schedules_and_fibers(
 def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run([], capsys)
     assert code == 2 and "serve" in out and "inspect" in out
+
+
+def test_a_files_app_wins_over_its_agent_classes(tmp_path: Path) -> None:
+    from ponder.cli import build_app
+
+    source = tmp_path / "guarded_agents.py"
+    source.write_text(
+        "from starlette.responses import Response\n"
+        "from ponder import Agent, App\n"
+        "class Vault(Agent):\n    pass\n"
+        "def deny(request, cls, name):\n    return Response('no', status_code=401)\n"
+        "app = App(agents=[Vault], store='sqlite:///:memory:', on_before_request=deny)\n"
+    )
+    app = build_app(str(source), None)
+    assert app.on_before_request is not None  # the hooks are served, not dropped
+    assert sorted(app.host.agent_classes) == ["vault"]
+
+
+def test_several_apps_must_be_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "two_apps.py"
+    source.write_text("from ponder import App\na = App()\nb = App()\n")
+    code, _, err = run(["serve", str(source)], capsys)
+    assert code == 2 and "several Apps (a, b)" in err
+
+
+@pytest.mark.parametrize("store", ["mysql://x/y", "postgresql://localhost/db", "sqlite:relative"])
+def test_bad_store_urls_are_one_line_errors(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["serve", str(EXAMPLES / "counter.py"), "--store", store], ["inspect", "--store", store]):
+        code, _, err = run(argv, capsys)
+        assert code == 2
+        assert err.startswith("ponder: error:") and "Traceback" not in err
+
+
+def test_unopenable_store_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    code, _, err = run(
+        ["serve", str(EXAMPLES / "counter.py"), "--store", f"sqlite:///{blocker}/x.db"], capsys
+    )
+    assert code == 2 and "cannot" in err and "Traceback" not in err

@@ -1,7 +1,8 @@
 """Finding what to serve: a file or module, and optionally an attribute in it.
 
-``ponder serve app.py`` serves every ``Agent`` subclass the file defines; ``ponder serve
-app.py:app`` or ``mypkg.agents:app`` serves the named ``App`` (or agent class). Failures become
+``ponder serve app.py`` serves the file's ``App`` if it defines one (so its store and auth hooks
+apply), else every ``Agent`` subclass the file defines; ``ponder serve app.py:app`` or
+``mypkg.agents:app`` serves the named ``App`` (or agent class). Failures become
 :class:`LoadError` with a message that says what to do, never a bare traceback.
 """
 
@@ -84,17 +85,21 @@ def load_target(target: str) -> App | list[type[Agent]]:
         raise LoadError(
             f"{spec}:{attr} is a {type(value).__name__}; expected a ponder App or an Agent subclass"
         )
+    apps = [value for value in vars(module).values() if isinstance(value, App)]
+    if len(apps) == 1:
+        # An App carries the store and the auth hooks: serving the bare classes would drop them.
+        return apps[0]
+    if len(apps) > 1:
+        names = ", ".join(sorted(n for n, v in vars(module).items() if isinstance(v, App)))
+        raise LoadError(f"{spec} defines several Apps ({names}); name the one to serve, e.g. {spec}:app")
     agents = [
         value
         for value in vars(module).values()
         if isinstance(value, type)
         and issubclass(value, Agent)
         and value.__module__ == module.__name__
-        and not getattr(value, "__abstract_agent__", False)
+        and not value.__dict__.get("__abstract_agent__", False)
     ]
     if agents:
         return agents
-    apps = [value for value in vars(module).values() if isinstance(value, App)]
-    if len(apps) == 1:
-        return apps[0]
     raise LoadError(f"{spec} defines no Agent subclass; define one, or name an App with {spec}:app")

@@ -75,12 +75,22 @@ def _reload_factory() -> Any:
     )
 
 
+async def _check_store(url: str) -> None:
+    """Open (and migrate) the store once before serving, so a bad store is one clear line, not a traceback."""
+    from .storage import create_store
+
+    probe = create_store(url)
+    await probe.open()
+    await probe.close()
+
+
 def cmd_serve(args: argparse.Namespace) -> None:
     import uvicorn
 
     _configure_logging(args.log_level)
     app = build_app(args.target, args.store, args.shutdown_timeout)  # fails fast on a bad target
     _check_port(args.host, args.port)
+    asyncio.run(_check_store(app.host.store.url))
     common: dict[str, Any] = {
         "host": args.host,
         "port": args.port,
@@ -96,6 +106,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
         os.environ["PONDER_SERVE_SHUTDOWN_TIMEOUT"] = (
             "" if args.shutdown_timeout is None else str(args.shutdown_timeout)
         )
+        print(f"ponder: serving {args.target} on http://{args.host}:{args.port} with reload", file=sys.stderr)
         target_path = Path(args.target.partition(":")[0])
         reload_dir = str(target_path.parent.resolve()) if target_path.is_file() else str(Path.cwd())
         uvicorn.run(
@@ -160,6 +171,8 @@ async def _inspect(store_url: str | None) -> dict[str, list[dict[str, Any]]]:
 def cmd_inspect(args: argparse.Namespace) -> None:
     data = asyncio.run(_inspect(args.store))
     if args.json:
+        for schedule in data["schedules"]:
+            schedule["payload"] = json.loads(schedule["payload"])
         print(json.dumps(data, indent=2, default=str))
         return
     print(
@@ -252,6 +265,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from .storage import StoreError
+
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
@@ -259,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         args.handler(args)
-    except CommandError as exc:
+    except (CommandError, StoreError) as exc:
         print(f"ponder: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

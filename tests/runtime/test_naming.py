@@ -24,3 +24,7 @@ def test_agent_ids_are_unambiguous_for_any_name() -> None:
     # A name containing the sub-agent separator cannot collide with a real sub-agent id.
     assert agent_id_for("counter", "a/sub/x/y") != "counter/a/sub/x/y"
     assert agent_id_for("counter", "a b%") == "counter/a%20b%25"
+
+
+def test_only_ascii_capitals_split_words_like_the_js_rule() -> None:
+    assert kebab_case("ÄAgent") == "Ä-agent"

@@ -89,7 +89,8 @@ class Connection:
             return
         if len(self._queue) >= self.max_pending_frames:
             logger.warning("connection %s is not reading its frames; disconnecting it", self.id)
-            self.close(1008, "client too slow")
+            # 1013 (try again later), not 1008: the stock clients never reconnect after a 1008.
+            self.close(1013, "client too slow")
             return
         self._queue.append(encode_frame(message))
         if self._writer is None:

@@ -17,7 +17,7 @@ def kebab_case(name: str) -> str:
     """``MyThinkAgent`` → ``my-think-agent``; ``ALL_CAPS`` → ``all-caps`` (the JS clients' rule)."""
     if name == name.upper() and name != name.lower():
         return name.lower().replace("_", "-")
-    out = "".join(f"-{ch.lower()}" if ch.isupper() else ch for ch in name)
+    out = "".join(f"-{ch.lower()}" if "A" <= ch <= "Z" else ch for ch in name)  # ASCII, as in JS
     out = out.removeprefix("-").replace("_", "-")
     return out.removesuffix("-")
 

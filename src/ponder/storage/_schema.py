@@ -1,4 +1,4 @@
-"""The runtime's own tables: agents, key-value rows (state lives here), schedules and fibers.
+"""The runtime's own tables: agents (with their state), key-value rows, schedules and fibers.
 
 Every table is keyed by ``agent_id`` so one database holds every agent of a host, and one agent's
 rows are reachable only through a handle scoped to its id.
