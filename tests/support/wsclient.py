@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 
 class AgentSocket:
@@ -25,6 +26,12 @@ class AgentSocket:
         return cls(ws)
 
     async def _read(self) -> None:
+        try:
+            await self._read_frames()
+        except ConnectionClosed:  # e.g. the server was killed: waiters time out with a clear message
+            pass
+
+    async def _read_frames(self) -> None:
         async for raw in self.ws:
             if isinstance(raw, bytes):
                 continue
