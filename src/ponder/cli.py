@@ -1,4 +1,4 @@
-"""The ``ponder`` command: ``serve`` agents over HTTP/WebSocket, ``inspect`` a store.
+"""The ``ponder`` command: ``serve`` agents over HTTP/WebSocket, ``inspect`` a store, manage local ``models``.
 
 Every failure a user can cause (a missing file, an import error, a port in use, a store that does
 not exist) ends with one clear line on stderr and exit status 2, not a traceback.
@@ -261,6 +261,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--json", action="store_true", help="print JSON instead of tables")
     inspect.set_defaults(handler=cmd_inspect)
+
+    from .models._local_cli import add_models_command
+
+    add_models_command(commands, CommandError)
     return parser
 
 

@@ -75,11 +75,6 @@ def test_split_model_string(spec: str, expected: tuple[str, str]) -> None:
     assert split_model_string(spec) == expected
 
 
-def test_unknown_provider_local_is_a_clear_value_error() -> None:
-    with pytest.raises(ValueError, match="unknown model provider 'local'"):
-        resolve_model("local")
-
-
 def test_unknown_provider_lists_the_known_ones() -> None:
     with pytest.raises(ModelConfigError) as info:
         resolve_model("gemini:flash")

@@ -116,3 +116,12 @@ def resolve_model(spec: str | ModelClient) -> ModelClient:
             f"{', '.join(model_providers())}, or 'test'"
         )
     return factory(model)
+
+
+def _local(model: str) -> ModelClient:
+    from ._local import local_model
+
+    return local_model(model)
+
+
+register_model_provider("local", _local)

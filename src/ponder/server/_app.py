@@ -25,7 +25,9 @@ from starlette.websockets import WebSocket
 
 from ..runtime import Agent, AgentHost, Connection, ConnectionInfo
 from ..storage import Store
+from ._chat_http import handle_chat_http
 from ._routing import AgentRoute, RouteError, parse_agent_path
+from ._ui import agent_ui_response, ui_routes
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "App", "BeforeConnectHook", "BeforeRequestHook"]
 
@@ -103,6 +105,7 @@ class App:
             routes=[
                 Route("/_ponder/health", self._health, methods=["GET"]),
                 *routes,
+                *ui_routes(self),
                 WebSocketRoute(path, self._websocket),
                 Route(path, self._http, methods=["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]),
             ],
@@ -252,8 +255,13 @@ class App:
                 request = verdict
         try:
             await self.host.start()
-            agent = await route.resolve(self.host)
-            response = await agent.on_request(request)
+            # The web chat page (…/ui) of a chat agent answers before the agent's own on_request.
+            response = await agent_ui_response(self, request, route)
+            if response is None:
+                agent = await route.resolve(self.host)
+                response = await handle_chat_http(agent, request, route.rest, self.max_frame_bytes)
+                if response is None:
+                    response = await agent.on_request(request)
         except Exception:
             logger.exception("%s %s failed", request.method, request.url.path)
             return JSONResponse({"error": "internal error"}, status_code=500)

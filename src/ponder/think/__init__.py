@@ -4,7 +4,9 @@ See ``docs/think.md`` (the class, hooks and turn lifecycle) and ``docs/protocol.
 """
 
 from ..tools import Tool, ToolContext, tool
+from ._client_tools import ClientTool
 from ._messages import MessageTree
+from ._requests import CONCURRENCY_MODES, ChatAdmission, ChatRequestError
 from ._think import CHAT_TURN_FIBER_PREFIX, Think
 from ._turn import CONTINUE_PROMPT
 from ._types import (
@@ -22,9 +24,13 @@ from ._types import (
 
 __all__ = [
     "CHAT_TURN_FIBER_PREFIX",
+    "CONCURRENCY_MODES",
     "CONTINUE_PROMPT",
+    "ChatAdmission",
     "ChatErrorContext",
+    "ChatRequestError",
     "ChatResult",
+    "ClientTool",
     "MessageTree",
     "StepConfig",
     "StepContext",

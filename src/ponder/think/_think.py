@@ -3,8 +3,10 @@
 Why this module exists: a subclass that only says which model to use must already be a working chat agent —
 messages stored as a tree, one turn at a time, streamed to every client in the AI SDK's wire format, tools
 executed, approvals and client tool results applied, programmatic turns available. This module holds the
-admission queue, the WebSocket chat protocol (``cf_agent_*`` frames), the HTTP ``get-messages`` route and the
-programmatic API; the step loop itself lives in ``_turn.py``.
+transport-neutral admission of chat requests (:meth:`Think.handle_chat_request`, used by the WebSocket frames
+and by the server's HTTP ``/chat`` route alike), the ``message_concurrency`` rules, the turn queue, the HTTP
+``get-messages`` route and the programmatic API. The frame handlers live in ``_protocol.py``, the resume
+handshake in ``_resume.py``, the step loop in ``_turn.py``.
 """
 
 from __future__ import annotations
@@ -12,18 +14,14 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import logging
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Any, ClassVar, Literal
 
 from ..chat import (
-    apply_tool_approval,
     apply_tool_chunk_to_message,
-    apply_tool_result,
     find_tool_part,
-    is_tool_part,
     new_message_id,
     reconcile_messages,
     sanitize_message,
@@ -31,7 +29,18 @@ from ..chat import (
 )
 from ..models import ModelClient, resolve_model
 from ..runtime import Agent, Connection, FiberRecoveryContext
+from ._config import ThinkConfig
 from ._messages import MessageTree
+from ._protocol import RESPONSE, ChatProtocol, PendingContinuation, batch_settled, text_or
+from ._requests import (
+    CONCURRENCY_MODES,
+    ChatAdmission,
+    ChatRequestError,
+    ParsedChatRequest,
+    check_message,
+    parse_chat_request,
+)
+from ._resume import ResumeHandshake
 from ._turn import Turn, TurnSpec, error_text, maybe_await
 from ._types import (
     ChatErrorContext,
@@ -51,8 +60,7 @@ __all__ = ["CHAT_TURN_FIBER_PREFIX", "Think"]
 logger = logging.getLogger("ponder.think")
 
 CHAT_TURN_FIBER_PREFIX = "ponder:chat-turn:"
-_RESPONSE = "cf_agent_use_chat_response"
-_WAITING_STATES = frozenset({"input-streaming", "input-available", "approval-requested"})
+_RESPONSE = RESPONSE
 
 #: The Think agent whose turn is running in the current task (the nesting guard).
 _current_turn: ContextVar[Any] = ContextVar("ponder_think_current_turn", default=None)
@@ -62,7 +70,7 @@ class _Skipped(Exception):
     pass
 
 
-class Think(Agent):
+class Think(ChatProtocol, Agent):
     """A chat agent: override ``get_model()`` and it speaks the Cloudflare chat protocol.
 
     Override ``get_system_prompt()``, ``get_tools()`` and the hooks (``before_turn``, ``before_step``,
@@ -74,8 +82,12 @@ class Think(Agent):
     max_steps: ClassVar[int] = 10
     #: Stream (and store) the model's reasoning.
     send_reasoning: ClassVar[bool] = True
-    #: What an overlapping chat request does; only ``"queue"`` (FIFO) is implemented.
+    #: What a chat submit does while another turn is queued or running: ``"queue"`` (FIFO), ``"drop"``
+    #: (refuse it), ``"latest"`` / ``"merge"`` (only the newest queued submit runs, seeing every message), or
+    #: ``"debounce"`` (like latest, after ``message_debounce`` quiet seconds). Regenerations always queue.
     message_concurrency: ClassVar[str] = "queue"
+    #: Seconds a ``"debounce"`` submit waits after its admission before it starts.
+    message_debounce: ClassVar[float] = 0.75
 
     frame_handlers: ClassVar[dict[str, str]] = {
         **Agent.frame_handlers,
@@ -89,19 +101,40 @@ class Think(Agent):
         "cf_agent_chat_messages": "_on_client_messages_frame",
     }
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        mode = cls.__dict__.get("message_concurrency")
+        if isinstance(mode, str) and mode not in CONCURRENCY_MODES:
+            raise ValueError(
+                f"{cls.__name__}.message_concurrency must be one of {', '.join(sorted(CONCURRENCY_MODES))}, "
+                f"not {mode!r}"
+            )
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tree = MessageTree(self.host.store, self.id)
+        self._config = ThinkConfig(self.host.store, self.id)
         self._load_lock = asyncio.Lock()
         self._models: dict[Any, ModelClient] = {}
         self._queue_tail: asyncio.Future[None] | None = None
         self._generation = 0
+        #: Turns admitted and not finished (queued or running), in admission order.
+        self._inflight: list[TurnSpec] = []
         self._turns: dict[str, Turn] = {}
         self._turn_tasks: dict[str, asyncio.Task[None]] = {}
         self._cancelled: set[str] = set()
         self._interaction_lock = asyncio.Lock()
-        self._continuation_queued = False
+        #: Ids of messages with a continuation queued that has not reached the head of the queue yet.
+        self._queued_continuations: set[str] = set()
+        self._pending_continuation: PendingContinuation | None = None
+        self._submit_seq = 0
+        self._latest_submit = 0
+        self._submit_event = asyncio.Event()
+        #: The turn whose chunks are being sent right now (turns never overlap).
+        self._streaming: Turn | None = None
+        self._resume = ResumeHandshake(self)
         self._warned_client_messages = False
+        self._loaded = False
 
     # -- configuration (override these) -------------------------------------------------------------
 
@@ -160,11 +193,13 @@ class Think(Agent):
         await self._ensure_loaded()
 
     async def _ensure_loaded(self) -> None:
-        if self._tree.loaded:
+        if self._loaded:
             return
         async with self._load_lock:
-            if not self._tree.loaded:
+            if not self._loaded:
                 await self._tree.load()
+                await self._config.load()
+                self._loaded = True
 
     async def _resolve_model(self, spec: str | ModelClient | None) -> ModelClient:
         key: Any = "__default__" if spec is None else spec if isinstance(spec, str) else id(spec)
@@ -180,6 +215,16 @@ class Think(Agent):
     def messages(self) -> list[dict[str, Any]]:
         """The active conversation (root → newest leaf), as independent copies."""
         return copy.deepcopy(self._tree.path())
+
+    @property
+    def client_tools(self) -> list[dict[str, Any]]:
+        """The client tools the last request declared (``{name, description, parameters}``), persisted."""
+        return copy.deepcopy(self._config.get("client_tools") or [])
+
+    @property
+    def last_body(self) -> dict[str, Any]:
+        """The custom body of the last chat request (keys other than messages/trigger/clientTools)."""
+        return copy.deepcopy(self._config.get("body") or {})
 
     def get_branches(self, message_id: str) -> list[dict[str, Any]]:
         """Every answer stored under ``message_id`` (regenerations are siblings), oldest first."""
@@ -241,9 +286,15 @@ class Think(Agent):
     async def _clear(self, exclude: Iterable[Connection]) -> None:
         await self._ensure_loaded()
         self._generation += 1
+        self._submit_seq = self._latest_submit = 0
+        self._wake_submits()
+        self._pending_continuation = None
+        self._queued_continuations.clear()
         for turn_id in list(self._turn_tasks):
             self._abort(turn_id)
         await self._tree.clear()
+        await self._config.clear()
+        self._resume.release_parked()
         self.broadcast({"type": "cf_agent_chat_clear"}, exclude=exclude)
 
     async def _apply_cross_message(self, chunk: dict[str, Any]) -> None:
@@ -255,6 +306,103 @@ class Think(Agent):
         if apply_tool_chunk_to_message(message, chunk) is not None:
             await self._tree.upsert(message)
             self.broadcast({"type": "cf_agent_message_updated", "message": message})
+
+    # -- chat requests (every transport) --------------------------------------------------------------
+
+    async def handle_chat_request(
+        self,
+        body: Any,
+        *,
+        request_id: str | None = None,
+        origin: Connection | None = None,
+        on_chunk: Callable[[dict[str, Any]], Any] | None = None,
+        reserved: Iterable[str] = (),
+    ) -> ChatAdmission:
+        """Admit one chat request, whatever transport carried it, exactly as the WebSocket protocol does.
+
+        ``body`` is the request body (a dict, or JSON text/bytes): ``{messages, trigger?, clientTools?,
+        ...custom}``; ``reserved`` names transport keys to leave out of the custom body (the AI SDK's ``id``,
+        ``messageId``). The body is validated (a bad one raises :class:`ChatRequestError`, status 400, and
+        nothing is stored), the ``message_concurrency`` decision is made, the declared client tools and the
+        custom body are persisted, the client's list is reconciled with storage and upserted, the transcript
+        is broadcast (to every connection except ``origin``) and the turn is queued. Its chunks are broadcast
+        to every connection and, when given, passed to ``on_chunk`` (called synchronously or awaited).
+
+        Returns a :class:`ChatAdmission`; ``await admission.result`` gives the turn's :class:`ChatResult`. The
+        turn runs as the agent's own task: it completes (and is persisted) even if the caller goes away.
+        """
+        await self._ensure_loaded()
+        request_id = request_id or new_message_id()
+        try:
+            request = parse_chat_request(body, reserved)
+        except ValueError as exc:
+            replacement = await self._report_error(exc, ChatErrorContext("parse", request_id))
+            raise ChatRequestError(text_or(replacement, str(exc)), 400) from None
+        mode = self._concurrency_mode()
+        if not request.regenerate and mode == "drop" and self._busy():
+            logger.info("%r: dropped chat request %s (another turn is in progress)", self, request_id)
+            return ChatAdmission(request_id, "dropped")
+        loop = asyncio.get_running_loop()
+        spec = TurnSpec(
+            request_id=request_id,
+            regenerate=request.regenerate,
+            body=request.body,
+            callback=on_chunk,
+            owner=origin.id if origin is not None else None,
+            ready=loop.create_future(),
+        )
+        if not request.regenerate and mode in ("latest", "merge", "debounce"):
+            self._submit_seq += 1
+            self._latest_submit = spec.submit_seq = self._submit_seq
+            self._wake_submits()
+        task = self._admit(spec)  # the queue slot is taken now, in arrival order
+        try:
+            await self._accept_request(request, spec)
+        except Exception as exc:
+            logger.exception("%r: storing the messages of chat request %s failed", self, request_id)
+            replacement = await self._report_error(exc, ChatErrorContext("persist", request_id))
+            raise ChatRequestError(text_or(replacement, error_text(exc)), 500) from None
+        finally:
+            if not spec.ready.done():  # type: ignore[union-attr]
+                spec.ready.set_result(False)  # type: ignore[union-attr]
+        self.broadcast(self._messages_frame(), exclude=(origin,) if origin is not None else ())
+        return ChatAdmission(request_id, "accepted", list(spec.message_ids), task)
+
+    async def _accept_request(self, request: ParsedChatRequest, spec: TurnSpec) -> None:
+        """Persist the request's client tools, body and messages; complete ``spec``; mark it ready."""
+        if request.client_tools is not None:
+            await self._config.set("client_tools", request.client_tools or None)
+        await self._config.set("body", request.body or None)
+        reconciled = reconcile_messages(request.messages, self._tree.path())
+        last = await self._store_incoming(reconciled)
+        spec.parent_id = last if last is not None else self._tree.leaf_id
+        spec.message_ids = _trailing_user_ids(reconciled)
+        spec.client_tools = self._config.get("client_tools")
+        if (
+            not request.regenerate
+            and reconciled
+            and reconciled[-1].get("role") == "assistant"
+            and last == self._tree.leaf_id
+        ):
+            # The client sent its list back ending with the assistant message (an AI SDK client after a
+            # client tool result): continue that message rather than answer it with a new one.
+            spec.continue_id = last
+        if not spec.ready.done():  # type: ignore[union-attr]
+            spec.ready.set_result(True)  # type: ignore[union-attr]
+
+    def _concurrency_mode(self) -> str:
+        mode = self.message_concurrency
+        if mode not in CONCURRENCY_MODES:
+            raise ValueError(f"unknown message_concurrency {mode!r}")
+        return mode
+
+    def _busy(self) -> bool:
+        """A turn of the current generation is queued or running."""
+        return any(spec.generation == self._generation for spec in self._inflight)
+
+    def _wake_submits(self) -> None:
+        self._submit_event.set()
+        self._submit_event = asyncio.Event()
 
     # -- programmatic turns -------------------------------------------------------------------------
 
@@ -300,34 +448,57 @@ class Think(Agent):
             parent_id=last,
             message_ids=_trailing_user_ids(items),
             callback=callback,
+            client_tools=self._config.get("client_tools"),
         )
         return await self._enqueue(spec)
 
     # -- the turn queue -----------------------------------------------------------------------------
 
+    def _admit(self, spec: TurnSpec) -> asyncio.Task[ChatResult]:
+        """Give ``spec`` the next slot of the FIFO turn queue and start the task that will run it."""
+        previous, slot = self._take_slot(spec)
+        return self.create_task(self._run_queued(spec, previous, slot), name=f"chat:{spec.request_id}")
+
     async def _enqueue(self, spec: TurnSpec) -> ChatResult:
-        """Run a turn after every turn admitted before it (FIFO), inside a chat-turn fiber."""
+        """Queue ``spec`` (its messages already stored) and run it in the calling task."""
+        previous, slot = self._take_slot(spec)
+        return await self._run_queued(spec, previous, slot)
+
+    def _take_slot(self, spec: TurnSpec) -> tuple[asyncio.Future[None] | None, asyncio.Future[None]]:
         loop = asyncio.get_running_loop()
         previous = self._queue_tail
         slot: asyncio.Future[None] = loop.create_future()
         self._queue_tail = slot
         spec.generation = self._generation
-        result: ChatResult
+        spec.admitted_at = loop.time()
+        self._inflight.append(spec)
+        return previous, slot
+
+    async def _run_queued(
+        self, spec: TurnSpec, previous: asyncio.Future[None] | None, slot: asyncio.Future[None]
+    ) -> ChatResult:
+        """Wait for every turn admitted before ``spec``, then run it inside a chat-turn fiber."""
+        result: ChatResult | None = None
         try:
+            if spec.ready is not None:
+                stored = spec.ready.result() if spec.ready.done() else await asyncio.shield(spec.ready)
+                if not stored:  # storing the request failed; the caller already answered it
+                    return ChatResult(spec.request_id, "skipped", continuation=spec.continuation)
             if previous is not None:
                 await asyncio.shield(previous)
-            if spec.continuation:
-                self._continuation_queued = False
-            if spec.generation != self._generation or spec.request_id in self._cancelled:
-                self._cancelled.discard(spec.request_id)
-                raise _Skipped
-            if spec.continuation and not self._continuation_ready(spec):
-                raise _Skipped
+            if spec.continue_id is not None:
+                self._queued_continuations.discard(spec.continue_id)
+            await self._check_runnable(spec)
             result = await self.run_fiber(
                 f"{CHAT_TURN_FIBER_PREFIX}{spec.request_id}", lambda: self._run_turn(spec)
             )
         except _Skipped:
-            frame = {"type": _RESPONSE, "id": spec.request_id, "body": "", "done": True, "outcome": "skipped"}
+            frame: dict[str, Any] = {"type": _RESPONSE, "id": spec.request_id, "body": "", "done": True}
+            if spec.continuation:
+                frame["continuation"] = True
+            frame["outcome"] = "skipped"
+            if spec.message_ids:
+                frame["messageIds"] = list(spec.message_ids)
             self.broadcast(frame)
             return ChatResult(spec.request_id, "skipped", continuation=spec.continuation)
         finally:
@@ -335,15 +506,66 @@ class Think(Agent):
                 slot.set_result(None)
             if self._queue_tail is slot:
                 self._queue_tail = None
+            self._inflight.remove(spec)
+            if self._pending_continuation is None and not self._busy():
+                self._resume.release_parked()
         try:
             await maybe_await(self.on_chat_response(result))
         except Exception:
             logger.exception("%r: on_chat_response raised", self)
         return result
 
+    async def _check_runnable(self, spec: TurnSpec) -> None:
+        """At the head of the queue: raise ``_Skipped`` for a turn that must not run (cleared, cancelled,
+        superseded, or a continuation whose message moved on); wait out a debounce window."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if spec.generation != self._generation or spec.request_id in self._cancelled:
+                self._cancelled.discard(spec.request_id)
+                raise _Skipped
+            if spec.continuation and not self._continuation_ready(spec):
+                raise _Skipped
+            if spec.submit_seq is None:
+                return
+            if spec.submit_seq < self._latest_submit:
+                logger.debug("%r: chat request %s superseded by a newer one", self, spec.request_id)
+                raise _Skipped
+            if self.message_concurrency != "debounce":
+                return
+            remaining = spec.admitted_at + float(self.message_debounce) - loop.time()
+            if remaining <= 0:
+                return
+            event = self._submit_event
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except TimeoutError:
+                pass
+
     def _continuation_ready(self, spec: TurnSpec) -> bool:
         leaf = self._tree.get(spec.continue_id) if spec.continue_id else None
-        return leaf is not None and spec.continue_id == self._tree.leaf_id and _batch_settled(leaf)
+        return leaf is not None and spec.continue_id == self._tree.leaf_id and batch_settled(leaf)
+
+    def _stream_started(self, turn: Turn) -> None:
+        """Called by a turn before its first chunk goes out."""
+        turn.spec.streamed = True
+        self._streaming = turn
+        self._resume.stream_started(turn)
+
+    def _pending_request_for(self, connection_id: str) -> str | None:
+        """The id of a turn accepted but not streaming yet that this connection may wait for."""
+        pending = self._pending_continuation
+        if pending is not None and (
+            pending.owner in (None, connection_id) or self.get_connection(pending.owner) is None
+        ):
+            return pending.request_id
+        for spec in self._inflight:
+            if spec.streamed or spec.generation != self._generation:
+                continue
+            if spec.continuation and spec.owner not in (None, connection_id):
+                if self.get_connection(spec.owner) is not None:
+                    continue
+            return spec.request_id
+        return None
 
     async def _run_turn(self, spec: TurnSpec) -> ChatResult:
         turn = Turn(self, spec)
@@ -362,6 +584,9 @@ class Think(Agent):
         finally:
             self._turns.pop(spec.request_id, None)
             self._turn_tasks.pop(spec.request_id, None)
+            if self._streaming is turn:
+                self._streaming = None
+                self._resume.stream_ended()
         error: BaseException | None = None
         if task.cancelled():
             status = "aborted"
@@ -377,8 +602,7 @@ class Think(Agent):
             replacement = await self._report_error(
                 error, ChatErrorContext("stream", spec.request_id, messages_persisted=True)
             )
-            if isinstance(replacement, str) and replacement:
-                text = replacement
+            text = text_or(replacement, text)
             frame: dict[str, Any] = {"type": _RESPONSE, "id": spec.request_id, "body": text, "done": False}
             if spec.continuation:
                 frame["continuation"] = True
@@ -395,6 +619,7 @@ class Think(Agent):
                 else:
                     await self._tree.upsert(message, self._tree.leaf_id)
                 persisted = message
+                self._after_interaction(message, False, None)  # re-check a pending continuation
             except Exception as exc:
                 logger.exception("%r: persisting the reply of %s failed", self, spec.request_id)
                 await self._report_error(exc, ChatErrorContext("persist", spec.request_id))
@@ -423,153 +648,6 @@ class Think(Agent):
         task.cancel()
         return True
 
-    # -- WebSocket protocol -------------------------------------------------------------------------
-
-    async def _on_connected(self, connection: Connection) -> None:
-        await self._ensure_loaded()
-        connection.send(self._messages_frame(connect=True))
-
-    async def _on_chat_request_frame(self, connection: Connection, frame: dict[str, Any]) -> None:
-        request_id = frame.get("id")
-        init = frame.get("init")
-        if not isinstance(request_id, str) or not request_id or not isinstance(init, dict):
-            logger.info("%r: dropped a chat request without an id or init from %s", self, connection.id)
-            return
-        if str(init.get("method", "POST")).upper() != "POST" or "body" not in init:
-            return
-        await self._ensure_loaded()
-        try:
-            body = _parse_body(init.get("body"))
-        except ValueError as exc:
-            await self._report_error(exc, ChatErrorContext("parse", request_id))
-            connection.send(
-                {
-                    "type": _RESPONSE,
-                    "id": request_id,
-                    "body": str(exc),
-                    "done": True,
-                    "error": True,
-                    "outcome": "error",
-                }
-            )
-            return
-        messages = body["messages"]
-        extra = {k: v for k, v in body.items() if k not in ("messages", "trigger", "clientTools")}
-        try:
-            reconciled = reconcile_messages(messages, self._tree.path())
-            last = await self._store_incoming(reconciled)
-        except Exception as exc:
-            logger.exception("%r: storing the messages of chat request %s failed", self, request_id)
-            text = error_text(exc)
-            replacement = await self._report_error(exc, ChatErrorContext("persist", request_id))
-            connection.send(
-                {
-                    "type": _RESPONSE,
-                    "id": request_id,
-                    "body": replacement if isinstance(replacement, str) and replacement else text,
-                    "done": True,
-                    "error": True,
-                    "outcome": "error",
-                }
-            )
-            return
-        self.broadcast(self._messages_frame(), exclude=(connection,))
-        spec = TurnSpec(
-            request_id=request_id,
-            parent_id=last if last is not None else self._tree.leaf_id,
-            regenerate=body.get("trigger") == "regenerate-message",
-            body=extra,
-            message_ids=_trailing_user_ids(reconciled),
-        )
-        self.create_task(self._enqueue(spec), name=f"chat:{request_id}")
-
-    async def _on_cancel_frame(self, connection: Connection, frame: dict[str, Any]) -> None:
-        request_id = frame.get("id")
-        if isinstance(request_id, str) and not self._abort(request_id):
-            self._cancelled.add(request_id)  # still queued: skipped when it reaches the head
-
-    async def _on_clear_frame(self, connection: Connection, frame: dict[str, Any]) -> None:
-        await self._clear(exclude=(connection,))
-
-    async def _on_resume_request_frame(self, connection: Connection, frame: dict[str, Any]) -> None:
-        # Stream resumption is not implemented yet: every probe is answered "nothing to resume".
-        answer: dict[str, Any] = {"type": "cf_agent_stream_resume_none", "reason": "idle"}
-        probe = frame.get("probeId")
-        if isinstance(probe, str):
-            answer["probeId"] = probe
-        connection.send(answer)
-
-    async def _on_resume_ack_frame(self, connection: Connection, frame: dict[str, Any]) -> None:
-        request_id = frame.get("id")
-        if isinstance(request_id, str):
-            connection.send({"type": _RESPONSE, "id": request_id, "body": "", "done": True, "replay": True})
-
-    async def _on_client_messages_frame(self, connection: Connection, frame: dict[str, Any]) -> None:
-        if not self._warned_client_messages:
-            self._warned_client_messages = True
-            logger.warning(
-                "%r: ignoring cf_agent_chat_messages from a client (the server owns the transcript)", self
-            )
-
-    async def _on_tool_result_frame(self, connection: Connection, frame: dict[str, Any]) -> None:
-        call_id = frame.get("toolCallId")
-        if not isinstance(call_id, str):
-            return
-        state = "output-error" if frame.get("state") == "output-error" else "output-available"
-        error = frame.get("errorText")
-
-        def apply(message: dict[str, Any]) -> dict[str, Any] | None:
-            return apply_tool_result(
-                message,
-                call_id,
-                output=frame.get("output"),
-                state=state,  # type: ignore[arg-type]
-                error_text=error if isinstance(error, str) else None,
-            )
-
-        await self._apply_interaction(call_id, apply, frame.get("autoContinue") is True)
-
-    async def _on_tool_approval_frame(self, connection: Connection, frame: dict[str, Any]) -> None:
-        call_id = frame.get("toolCallId")
-        if not isinstance(call_id, str):
-            return
-        approved = frame.get("approved") is True
-        reason = frame.get("reason") if isinstance(frame.get("reason"), str) else None
-        await self._apply_interaction(
-            call_id,
-            lambda message: apply_tool_approval(message, call_id, approved, reason=reason),
-            frame.get("autoContinue") is True,
-        )
-
-    async def _apply_interaction(
-        self, call_id: str, apply: Callable[[dict[str, Any]], dict[str, Any] | None], auto_continue: bool
-    ) -> None:
-        await self._ensure_loaded()
-        async with self._interaction_lock:
-            path = self._tree.path()
-            found = find_tool_part(path, call_id)
-            if found is None:
-                return
-            message = copy.deepcopy(path[found[0]])
-            if apply(message) is None:
-                return
-            await self._tree.upsert(message)
-            self.broadcast({"type": "cf_agent_message_updated", "message": message})
-        if auto_continue:
-            self._maybe_continue()
-
-    def _maybe_continue(self) -> None:
-        """Queue a continuation of the last assistant message once its tool calls are all answered."""
-        leaf_id = self._tree.leaf_id
-        leaf = self._tree.get(leaf_id) if leaf_id else None
-        if leaf is None or leaf.get("role") != "assistant" or not _batch_settled(leaf):
-            return
-        if self._continuation_queued:
-            return
-        self._continuation_queued = True
-        spec = TurnSpec(request_id=new_message_id(), continue_id=leaf_id)
-        self.create_task(self._enqueue(spec), name=f"chat-continue:{spec.request_id}")
-
     # -- HTTP ---------------------------------------------------------------------------------------
 
     async def on_request(self, request: Any) -> Any:
@@ -596,41 +674,9 @@ def _as_messages(value: Any) -> list[dict[str, Any]]:
     for item in value:
         if isinstance(item, str):
             item = user_message(item)
-        _check_message(item)
+        check_message(item)
         items.append(item)
     return items
-
-
-def _check_message(message: Any) -> None:
-    if not isinstance(message, dict):
-        raise ValueError(f"a message must be an object, got {type(message).__name__}")
-    if not isinstance(message.get("id"), str) or not message["id"]:
-        raise ValueError("every message needs a non-empty string 'id'")
-    if message.get("role") not in ("user", "assistant", "system"):
-        raise ValueError(f"message {message['id']!r} has an invalid role {message.get('role')!r}")
-    if not isinstance(message.get("parts"), list) or not all(isinstance(p, dict) for p in message["parts"]):
-        raise ValueError(f"message {message['id']!r} needs a 'parts' list of objects")
-
-
-def _parse_body(raw: Any) -> dict[str, Any]:
-    if not isinstance(raw, str):
-        raise ValueError("Invalid chat request: init.body must be a JSON string")
-    try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise ValueError("Invalid chat request: init.body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise ValueError("Invalid chat request: init.body must be a JSON object")
-    messages = body.get("messages", [])
-    if not isinstance(messages, list):
-        raise ValueError("Invalid chat request: 'messages' must be an array")
-    for message in messages:
-        try:
-            _check_message(message)
-        except ValueError as exc:
-            raise ValueError(f"Invalid chat request: {exc}") from None
-    body["messages"] = messages
-    return body
 
 
 def _trailing_user_ids(messages: list[dict[str, Any]]) -> list[str]:
@@ -641,11 +687,6 @@ def _trailing_user_ids(messages: list[dict[str, Any]]) -> list[str]:
         ids.append(message["id"])
     ids.reverse()
     return ids
-
-
-def _batch_settled(message: dict[str, Any]) -> bool:
-    """No tool call of the message still waits for input, a result or an approval."""
-    return not any(is_tool_part(p) and p.get("state") in _WAITING_STATES for p in message.get("parts") or ())
 
 
 def _finalize(message: dict[str, Any]) -> dict[str, Any]:

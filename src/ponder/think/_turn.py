@@ -36,6 +36,7 @@ from ..models import (
     ui_messages_to_model_messages,
 )
 from ..tools import Tool, ToolContext, ToolInputError, to_tools
+from ._client_tools import ClientTool, client_tools_from
 from ._types import (
     StepConfig,
     StepContext,
@@ -84,6 +85,18 @@ class TurnSpec:
     message_ids: list[str] = field(default_factory=list)
     callback: ChunkCallback | None = None
     generation: int = 0
+    #: Declarations of the client tools this turn exposes (``{name, description, parameters}``).
+    client_tools: list[dict[str, Any]] | None = None
+    #: The connection that asked for a continuation (it owns the resume of its stream).
+    owner: str | None = None
+    #: For ``latest``/``merge``/``debounce`` submits: the admission number (a newer one supersedes it).
+    submit_seq: int | None = None
+    #: ``loop.time()`` at admission (the debounce window counts from here).
+    admitted_at: float = 0.0
+    #: Resolves True once the request's messages are stored, False if storing failed (the turn is dropped).
+    ready: asyncio.Future[bool] | None = None
+    #: The turn has sent its first chunk.
+    streamed: bool = False
 
     @property
     def continuation(self) -> bool:
@@ -106,7 +119,10 @@ class Turn:
         self.agent = agent
         self.spec = spec
         self.request_id = spec.request_id
-        self.seq = 0
+        #: Every chunk sent so far, JSON-encoded; the index is the chunk's ``seq`` (replayed on resume).
+        self.bodies: list[str] = []
+        #: Ids of the calls this turn runs on the server (a client may not answer those).
+        self.server_calls: set[str] = set()
         self.error_text: str | None = None
         seed = agent._tree.get(spec.continue_id) if spec.continue_id else None
         if seed is not None:
@@ -126,17 +142,24 @@ class Turn:
             return
         if result.cross_message:
             await self.agent._apply_cross_message(chunk)
+        body = dumps(chunk)
+        if not self.bodies:
+            self.agent._stream_started(self)
         frame: dict[str, Any] = {
             "type": "cf_agent_use_chat_response",
             "id": self.request_id,
-            "body": dumps(chunk),
+            "body": body,
             "done": False,
         }
         if self.spec.continuation:
             frame["continuation"] = True
-        frame["seq"] = self.seq
-        self.seq += 1
-        self.agent.broadcast(frame)
+        frame["seq"] = len(self.bodies)
+        self.bodies.append(body)
+        waiting = self.agent._resume.awaiting_ack
+        if waiting:
+            self.agent.broadcast(frame, exclude=waiting)
+        else:
+            self.agent.broadcast(frame)
         if self.spec.callback is not None:
             await maybe_await(self.spec.callback(chunk))
         if self._on_chunk:
@@ -164,7 +187,11 @@ class Turn:
 
     async def run(self) -> None:
         agent = self.agent
-        tools = to_tools(await maybe_await(agent.get_tools()))
+        # Server tools win over a client tool of the same name: a browser cannot shadow them.
+        tools = {
+            **client_tools_from(self.spec.client_tools),
+            **to_tools(await maybe_await(agent.get_tools())),
+        }
         system = await maybe_await(agent.get_system_prompt())
         model = await agent._resolve_model(None)
         anchor = self.spec.continue_id or (self.spec.parent_id if self.spec.regenerate else None)
@@ -338,7 +365,8 @@ class Turn:
         return finish_reason, calls, usage, awaiting, tool_calls
 
     async def _tool_call_ended(self, event: ToolCallEnd, tools: dict[str, Tool]) -> _Call | bool | None:
-        """Validate a finished call: a ``_Call`` to run, ``True`` when it awaits approval, else ``None``."""
+        """Validate a finished call: a ``_Call`` to run, ``True`` when it awaits approval or a client, else
+        ``None``."""
         call_id, name = event.tool_call_id, event.tool_name
         base = {"toolCallId": call_id, "toolName": name}
         tool = tools.get(name)
@@ -361,6 +389,8 @@ class Turn:
             await self.emit({"type": "tool-input-error", **base, "input": event.args, "errorText": str(exc)})
             return None
         await self.emit({"type": "tool-input-available", **base, "input": event.args})
+        if isinstance(tool, ClientTool):
+            return True  # the client runs it and answers with cf_agent_tool_result
         try:
             needs_approval = await tool.requires_approval(event.args)
         except Exception as exc:
@@ -373,6 +403,7 @@ class Turn:
                 {"type": "tool-approval-request", "toolCallId": call_id, "approvalId": new_message_id()}
             )
             return True
+        self.server_calls.add(call_id)
         return _Call(call_id, name, tool, event.args, validated)
 
     async def _run_approved(self, tools: dict[str, Tool]) -> None:
@@ -387,6 +418,8 @@ class Turn:
             name = part.get("toolName") or str(part.get("type", ""))[len("tool-") :]
             raw_input = part.get("input") if isinstance(part.get("input"), dict) else {}
             tool = tools.get(name)
+            if isinstance(tool, ClientTool):
+                continue  # the client answers it with cf_agent_tool_result
             validated: dict[str, Any] = {}
             if tool is not None:
                 try:
@@ -396,6 +429,7 @@ class Turn:
                         {"type": "tool-output-error", "toolCallId": part["toolCallId"], "errorText": str(exc)}
                     )
                     continue
+            self.server_calls.add(part["toolCallId"])
             calls.append(_Call(part["toolCallId"], name, tool, raw_input, validated))
         await self._execute(calls)
 
