@@ -11,9 +11,10 @@ scenario runs once under its own agent name, which also picks the agent's ``Scri
 and the tests check both what the hook showed and what the server stored (``GET …/get-messages``,
 and ``GET …/branches`` for the regenerated answer). Needs ``npm ci --prefix tests/js``.
 
-Two tests are strict xfails that pin down server bugs found here (the reasons say what; each flips to
-a failure once fixed, so the marker gets removed): the hook shows an error through the continuation
-after an approved tool, and the request after a ``stop()`` overwrites the stored partial reply.
+Two tests pin down server bugs found here (they were strict xfails until fixed): the hook must show no
+error through the continuation after an approved tool (the approved call's output reaches WebSocket
+clients as ``cf_agent_message_updated``, not as a chunk), and the request after a ``stop()`` must not
+overwrite the stored partial reply (the server keeps its own copy of a stored assistant message).
 """
 
 from __future__ import annotations
@@ -328,7 +329,7 @@ def test_approved_tool_runs_and_the_turn_continues(approval_run: tuple[ScenarioR
     # The hook then asks to be attached to the continuation, and is.
     probe = result["sent"][1]
     assert probe["type"] == "cf_agent_stream_resume_request", run.report()
-    # The server's transcript after the continuation (what the hook should show, see the xfail below).
+    # The server's transcript after the continuation (what the hook should show, see the next test).
     _, assistant = result["transcript"]
     # The continuation extends the same assistant message.
     assert assistant["id"] == requested["messages"][1]["id"]
@@ -349,13 +350,6 @@ def test_approved_tool_runs_and_the_turn_continues(approval_run: tuple[ScenarioR
     assert {"type": "cf_agent_stream_resume_ack", "id": request_id} in result["sent"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: the continuation after an approval streams the approved call's "
-    "tool-output-available as a chunk; a hook that attached through the resume handshake feeds it to "
-    "the AI SDK with an empty message, which throws 'No tool invocation found for tool call ID' "
-    "(status 'error'); see the report of issue 3's hook test",
-)
 def test_the_hook_shows_no_error_through_the_approved_continuation(
     approval_run: tuple[ScenarioRun, str],
 ) -> None:
@@ -496,12 +490,6 @@ def test_the_agent_answers_after_a_cancel(cancel_run: tuple[ScenarioRun, str], s
     assert _canonical(_stored(server, name)) == _canonical(after["messages"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server bug: after stop() the next cf_agent_use_chat_request carries the hook's stale local copy "
-    "of the cancelled reply (text part state 'streaming', only the chunks applied before stop()), and "
-    "Think._store_incoming upserts it over the partial the server had stored and closed as 'done'",
-)
 def test_the_cancelled_reply_is_not_overwritten_by_the_next_request(
     cancel_run: tuple[ScenarioRun, str], server: ServerProcess
 ) -> None:

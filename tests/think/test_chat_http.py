@@ -216,7 +216,7 @@ async def test_bad_bodies_get_400_and_change_nothing(served: Any, payload: bytes
     assert watcher.agent.messages == []
     assert watcher.agent.last_body == {}
     assert len(watcher.transport.frames) == 3  # identity, mcp, transcript: nothing was broadcast
-    rows = await app.host.store.fetch_all("SELECT id FROM ponder_think_messages")
+    rows = await app.host.store.fetch_all("SELECT id FROM ponder_session_messages")
     assert rows == []
 
 
@@ -242,7 +242,7 @@ async def test_client_disconnect_mid_stream_does_not_abort_the_turn(served: Any)
     assert done["outcome"] == "completed"
     stored = watcher.agent.messages[-1]
     assert stored["parts"][-1] == {"type": "text", "text": words, "state": "done"}
-    rows = await app.host.store.fetch_all("SELECT id FROM ponder_think_messages WHERE role = 'assistant'")
+    rows = await app.host.store.fetch_all("SELECT id FROM ponder_session_messages WHERE role = 'assistant'")
     assert [r["id"] for r in rows] == [stored["id"]]
 
 
@@ -276,7 +276,7 @@ async def test_regenerate_over_http(served: Any) -> None:
     )
     assert second.status == 200
     agent = await app.host.get_agent(app.agents[0], "room")
-    assert [m["id"] for m in agent.get_branches("u1")] == [answer_id, second.events[0]["messageId"]]
+    assert [m["id"] for m in await agent.get_branches("u1")] == [answer_id, second.events[0]["messageId"]]
     assert agent.messages[-1]["parts"][-1]["text"] == "second"
 
 

@@ -27,6 +27,7 @@ CLOCK = {"name": "getTime", "description": "The browser's local time."}
 
 class Chat(Think):
     model: Any = None
+    search_tool = False  # these tests compare the exact tool lists the model sees
 
     def get_model(self) -> Any:
         return type(self).model

@@ -165,8 +165,8 @@ async def test_regenerate_is_exempt(host: Any, connect: Any, mode: str) -> None:
     model.release()
     assert (await client.wait_done("R1"))["outcome"] in ("completed", "skipped")
     assert (await client.wait_done("R2"))["outcome"] == "completed"
-    assert len(agent.get_branches("u0")) == 2
-    assert agent.get_branches("u0")[0]["id"] == first_answer
+    assert len(await agent.get_branches("u0")) == 2
+    assert (await agent.get_branches("u0"))[0]["id"] == first_answer
 
 
 async def test_clear_resets_overlap(host: Any, connect: Any) -> None:

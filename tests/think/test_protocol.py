@@ -171,7 +171,9 @@ async def test_clear_broadcasts_to_others(host: Any, connect: Any) -> None:
     await b.transport.wait_for(lambda f: f["type"] == "cf_agent_chat_clear")
     assert agent.messages == []
     assert not a.transport.of_type("cf_agent_chat_clear")
-    rows = await host.store.fetch_all("SELECT id FROM ponder_think_messages WHERE agent_id = ?", (agent.id,))
+    rows = await host.store.fetch_all(
+        "SELECT id FROM ponder_session_messages WHERE agent_id = ?", (agent.id,)
+    )
     assert rows == []
 
 
@@ -186,7 +188,7 @@ async def test_regenerate_keeps_the_old_answer_as_a_sibling(host: Any, connect: 
     new = agent.messages[-1]
     assert new["id"] != old["id"] and new["parts"][-1]["text"] == "second answer"
     assert [m["id"] for m in agent.messages] == ["u1", new["id"]]
-    assert [m["id"] for m in agent.get_branches("u1")] == [old["id"], new["id"]]
+    assert [m["id"] for m in await agent.get_branches("u1")] == [old["id"], new["id"]]
 
 
 async def test_approval_approve_continues_in_the_same_message(host: Any, connect: Any) -> None:
@@ -212,8 +214,23 @@ async def test_approval_approve_continues_in_the_same_message(host: Any, connect
     frames = client.transport.responses(done["id"])
     assert all(f.get("continuation") is True for f in frames)
     chunks = bodies(frames)
+    # The approved call runs before the stream starts: WebSocket clients get its output as the updated
+    # message (before the first stream frame), never as a chunk a resumed hook could not apply.
     assert chunks[0] == {"type": "start"}
-    assert chunks[1] == {"type": "tool-output-available", "toolCallId": "call_a", "output": "deleted /tmp/x"}
+    assert chunks[1] == {"type": "start-step"}
+    assert not [c for c in chunks if c.get("toolCallId") == "call_a"]
+    all_frames = client.transport.frames
+    ran = [
+        i
+        for i, f in enumerate(all_frames)
+        if isinstance(f, dict)
+        and f.get("type") == "cf_agent_message_updated"
+        and f["message"]["parts"][-1].get("state") == "output-available"
+    ]
+    assert len(ran) == 1
+    ran_part = all_frames[ran[0]]["message"]["parts"][-1]
+    assert ran_part["toolCallId"] == "call_a" and ran_part["output"] == "deleted /tmp/x"
+    assert ran[0] < all_frames.index(frames[0])
     assert [m["id"] for m in agent.messages] == ["u1", assistant["id"]]  # same message, continued
     final = agent.messages[-1]
     tool_part = next(p for p in final["parts"] if p.get("toolCallId") == "call_a")

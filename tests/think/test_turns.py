@@ -80,7 +80,9 @@ async def test_text_turn_is_persisted(host: Any) -> None:
     assert model.requests[0].system == "You are a helpful assistant."
     # the transcript survives a fresh instance
     host.evict_idle() if hasattr(host, "evict_idle") else None
-    rows = await host.store.fetch_all("SELECT id FROM ponder_think_messages WHERE agent_id = ?", (agent.id,))
+    rows = await host.store.fetch_all(
+        "SELECT id FROM ponder_session_messages WHERE agent_id = ?", (agent.id,)
+    )
     assert len(rows) == 2
 
 
@@ -104,7 +106,7 @@ async def test_tool_call_and_output(host: Any) -> None:
         ),
         (
             tool_call("nope", {}),
-            "Model tried to call unavailable tool 'nope'. Available tools: add, count, explode.",
+            "Model tried to call unavailable tool 'nope'. Available tools: add, count, explode, search_history.",
         ),
         (tool_call("explode", {"reason": "bad"}), "boom: bad"),
     ],
@@ -217,7 +219,7 @@ async def test_hooks_fire_and_change_the_turn(host: Any) -> None:
     # before_turn can swap the model per turn (here driven by the turn's body)
     from ponder.think._turn import TurnSpec
 
-    spec = TurnSpec(request_id="r-other", parent_id=agent._tree.leaf_id, body={"use_other": True})
+    spec = TurnSpec(request_id="r-other", parent_id=agent.session.active_leaf_id, body={"use_other": True})
     other_result = await agent._enqueue(spec)
     assert other_result.message["parts"][-1]["text"] == "from the other model"
     assert other.requests[0].system == "Be brief." and other.requests[0].settings.tool_choice == "none"

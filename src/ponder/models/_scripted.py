@@ -271,16 +271,58 @@ def _normalize(
     return (spec,), None
 
 
-def _request_words(request: ModelRequest) -> int:
-    words = len(request.system.split()) if request.system else 0
-    for message in request.messages:
-        if isinstance(message, UserMessage | AssistantMessage):
-            for part in message.content:
-                if isinstance(part, TextContent):
-                    words += len(part.text.split())
-        elif isinstance(message, SystemMessage):
-            words += len(message.text.split())
-        elif isinstance(message, ToolMessage):
-            for result in message.results:
-                words += len(str(result.error if result.is_error else result.output).split())
+#: Word counts of message contents already counted, by object id: ``id → (object, source, words)``. A
+#: session shares its converted message objects across turns, so a long history is counted once, not on
+#: every call. An entry holds its object (its id cannot be reused) and the value it counted (a changed
+#: text or output is recounted). Bounded: cleared when full.
+_WORD_CACHE: dict[int, tuple[Any, Any, int]] = {}
+_WORD_CACHE_SIZE = 16_384
+#: The messages of the last request counted and the running word totals after each of them: the next
+#: request of a conversation starts with the same message objects, so only its new tail is counted (a
+#: message object sent is not changed afterwards; sessions and turns build new ones).
+_LAST_MESSAGES: list[Any] = []
+_LAST_TOTALS: list[int] = [0]
+
+
+def _count_words(obj: Any, source: Any, text: Callable[[], str]) -> int:
+    hit = _WORD_CACHE.get(id(obj))
+    if hit is not None and hit[0] is obj and hit[1] is source:
+        return hit[2]
+    words = len(text().split())
+    if len(_WORD_CACHE) >= _WORD_CACHE_SIZE:
+        _WORD_CACHE.clear()
+    _WORD_CACHE[id(obj)] = (obj, source, words)
     return words
+
+
+def _message_words(message: Any) -> int:
+    words = 0
+    if isinstance(message, UserMessage | AssistantMessage):
+        for part in message.content:
+            if isinstance(part, TextContent):
+                words += _count_words(part, part.text, part.text.__str__)
+    elif isinstance(message, SystemMessage):
+        words += len(message.text.split())
+    elif isinstance(message, ToolMessage):
+        for result in message.results:
+            value = result.error if result.is_error else result.output
+            words += _count_words(result, value, lambda value=value: str(value))
+    return words
+
+
+def _request_words(request: ModelRequest) -> int:
+    """Whitespace-separated words of the system prompt, texts and tool results of a request."""
+    global _LAST_MESSAGES, _LAST_TOTALS
+    words = len(request.system.split()) if request.system else 0
+    messages = list(request.messages)
+    last = _LAST_MESSAGES
+    shared = 0
+    for mine, previous in zip(messages, last, strict=False):
+        if mine is not previous:
+            break
+        shared += 1
+    totals = _LAST_TOTALS[: shared + 1]
+    for message in messages[shared:]:
+        totals.append(totals[-1] + _message_words(message))
+    _LAST_MESSAGES, _LAST_TOTALS = messages, totals
+    return words + totals[-1]

@@ -255,7 +255,7 @@ async def agent_ui_response(app: App, request: Request, route: AgentRoute) -> Re
     await agent._ensure_loaded()
     if sub == "branches":
         return _branches(agent, request)
-    return _thread(agent, request)
+    return await _thread(agent, request)
 
 
 def _branches(agent: Think, request: Request) -> Response:
@@ -265,25 +265,25 @@ def _branches(agent: Think, request: Request) -> Response:
         return JSONResponse({"error": f"at most {MAX_BRANCH_IDS} ids per request"}, status_code=400)
     branches: dict[str, list[str]] = {}
     for message_id in dict.fromkeys(ids):
-        children = agent.get_branches(message_id)
+        children = agent.session.branch_ids(message_id)
         if len(children) > 1:
-            branches[message_id] = [child["id"] for child in children]
+            branches[message_id] = children
     return JSONResponse({"branches": branches}, headers={"Cache-Control": "no-store"})
 
 
-def _thread(agent: Think, request: Request) -> Response:
+async def _thread(agent: Think, request: Request) -> Response:
     """``?parent=P&id=X`` → ``{"messages": [X, …]}``: X (a child of P), then its newest descendants."""
     parent = request.query_params.get("parent")
     start = request.query_params.get("id")
     if not parent or not start:
         return JSONResponse({"error": "parent and id are required"}, status_code=400)
-    first = next((m for m in agent.get_branches(parent) if m.get("id") == start), None)
+    first = next((m for m in await agent.get_branches(parent) if m.get("id") == start), None)
     if first is None:
         return JSONResponse({"error": f"{start!r} is not a reply to {parent!r}"}, status_code=404)
     messages: list[dict[str, Any]] = [first]
     seen = {start}
     while True:
-        children = agent.get_branches(messages[-1]["id"])
+        children = await agent.get_branches(messages[-1]["id"])
         if not children or children[-1]["id"] in seen:
             break
         seen.add(children[-1]["id"])

@@ -5,7 +5,6 @@ See ``docs/think.md`` (the class, hooks and turn lifecycle) and ``docs/protocol.
 
 from ..tools import Tool, ToolContext, tool
 from ._client_tools import ClientTool
-from ._messages import MessageTree
 from ._requests import CONCURRENCY_MODES, ChatAdmission, ChatRequestError
 from ._think import CHAT_TURN_FIBER_PREFIX, Think
 from ._turn import CONTINUE_PROMPT
@@ -31,7 +30,6 @@ __all__ = [
     "ChatRequestError",
     "ChatResult",
     "ClientTool",
-    "MessageTree",
     "StepConfig",
     "StepContext",
     "StepResult",

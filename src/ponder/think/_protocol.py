@@ -186,14 +186,17 @@ class ChatProtocol(_Base):
                     updated = copy.deepcopy(turn.acc.message)
                     break
             if updated is None:
-                path = self._tree.path()
+                path = self.session.active_messages()
                 found = find_tool_part(path, call_id)
+                if found is None and self.session.hydration.truncated:
+                    path = await self.session.get_history()
+                    found = find_tool_part(path, call_id)
                 if found is None:
                     return
                 message = copy.deepcopy(path[found[0]])
                 if apply(message) is None:
                     return
-                await self._tree.upsert(message)
+                await self.session.upsert(message)
                 updated = message
             self.broadcast({"type": "cf_agent_message_updated", "message": updated})
             self._after_interaction(updated, auto_continue, connection.id if connection is not None else None)

@@ -30,7 +30,7 @@ from ..chat import (
 from ..models import ModelClient, resolve_model
 from ..runtime import Agent, Connection, FiberRecoveryContext
 from ._config import ThinkConfig
-from ._messages import MessageTree
+from ._history import SessionHistory, take_client_answers
 from ._protocol import RESPONSE, ChatProtocol, PendingContinuation, batch_settled, text_or
 from ._requests import (
     CONCURRENCY_MODES,
@@ -70,12 +70,12 @@ class _Skipped(Exception):
     pass
 
 
-class Think(ChatProtocol, Agent):
+class Think(SessionHistory, ChatProtocol, Agent):
     """A chat agent: override ``get_model()`` and it speaks the Cloudflare chat protocol.
 
     Override ``get_system_prompt()``, ``get_tools()`` and the hooks (``before_turn``, ``before_step``,
     ``before_tool_call``, ``after_tool_call``, ``on_step_finish``, ``on_chunk``, ``on_chat_response``,
-    ``on_chat_error``) to shape turns. See ``docs/think.md``.
+    ``on_chat_error``) to shape turns; ``configure_session()`` to set up compaction. See ``docs/think.md``.
     """
 
     #: Most model calls one turn may make (each tool round-trip is one more step).
@@ -112,7 +112,7 @@ class Think(ChatProtocol, Agent):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._tree = MessageTree(self.host.store, self.id)
+        self.session = self._make_session()
         self._config = ThinkConfig(self.host.store, self.id)
         self._load_lock = asyncio.Lock()
         self._models: dict[Any, ModelClient] = {}
@@ -197,7 +197,8 @@ class Think(ChatProtocol, Agent):
             return
         async with self._load_lock:
             if not self._loaded:
-                await self._tree.load()
+                await maybe_await(self.configure_session(self.session))
+                await self.session.open()
                 await self._config.load()
                 self._loaded = True
 
@@ -214,7 +215,7 @@ class Think(ChatProtocol, Agent):
     @property
     def messages(self) -> list[dict[str, Any]]:
         """The active conversation (root → newest leaf), as independent copies."""
-        return copy.deepcopy(self._tree.path())
+        return copy.deepcopy(self.session.active_messages())
 
     @property
     def client_tools(self) -> list[dict[str, Any]]:
@@ -226,12 +227,8 @@ class Think(ChatProtocol, Agent):
         """The custom body of the last chat request (keys other than messages/trigger/clientTools)."""
         return copy.deepcopy(self._config.get("body") or {})
 
-    def get_branches(self, message_id: str) -> list[dict[str, Any]]:
-        """Every answer stored under ``message_id`` (regenerations are siblings), oldest first."""
-        return copy.deepcopy(self._tree.children(message_id))
-
     def _messages_frame(self, *, connect: bool = False) -> dict[str, Any]:
-        frame: dict[str, Any] = {"type": "cf_agent_chat_messages", "messages": self._tree.path()}
+        frame: dict[str, Any] = {"type": "cf_agent_chat_messages", "messages": self.session.active_messages()}
         if connect:
             frame["connect"] = True
         return frame
@@ -241,14 +238,22 @@ class Think(ChatProtocol, Agent):
         previous: str | None = None
         for raw in messages:
             message = sanitize_message(raw)
-            existing = self._tree.get(message["id"])
+            session = self.session
+            existing = await self._stored(message["id"])
             if existing is None:
-                parent = previous if previous is not None and previous in self._tree else self._tree.leaf_id
-                await self._tree.upsert(message, parent)
-            elif existing != message:
-                await self._tree.upsert(message)
+                parent = previous if previous is not None and previous in session else session.active_leaf_id
+                await session.upsert(message, parent)
+            else:
+                if existing.get("role") == "assistant" or message.get("role") == "assistant":
+                    message = take_client_answers(existing, message)
+                if existing != message:
+                    await session.upsert(message)
             previous = message["id"]
         return previous
+
+    async def _store_progress(self, message: dict[str, Any]) -> None:
+        """Persist a message a running turn is still building (it already exists)."""
+        await self.session.upsert(message)
 
     async def add_messages(
         self,
@@ -264,16 +269,17 @@ class Think(ChatProtocol, Agent):
         """
         await self._ensure_loaded()
         items = _as_messages(messages)
-        if parent_id is not None and parent_id not in self._tree:
+        session = self.session
+        if parent_id is not None and parent_id not in session:
             raise KeyError(f"unknown parent message id {parent_id!r}")
-        previous = parent_id if parent_id is not None else self._tree.leaf_id
+        previous = parent_id if parent_id is not None else session.active_leaf_id
         for message in items:
             message = sanitize_message(message)
-            if message["id"] in self._tree:
+            if message["id"] in session:
                 if mode == "upsert":
-                    await self._tree.upsert(message)
+                    await session.upsert(message)
             else:
-                await self._tree.upsert(message, previous)
+                await session.append(message, previous)
             previous = message["id"]
         if broadcast and items and _current_turn.get() is not self:
             self.broadcast(self._messages_frame())
@@ -292,19 +298,23 @@ class Think(ChatProtocol, Agent):
         self._queued_continuations.clear()
         for turn_id in list(self._turn_tasks):
             self._abort(turn_id)
-        await self._tree.clear()
+        await self.session.clear()
         await self._config.clear()
         self._resume.release_parked()
         self.broadcast({"type": "cf_agent_chat_clear"}, exclude=exclude)
 
     async def _apply_cross_message(self, chunk: dict[str, Any]) -> None:
-        path = self._tree.path()
-        found = find_tool_part(path, str(chunk.get("toolCallId")))
+        call_id = str(chunk.get("toolCallId"))
+        path = self.session.active_messages()
+        found = find_tool_part(path, call_id)
+        if found is None and self.session.hydration.truncated:
+            path = await self.session.get_history()
+            found = find_tool_part(path, call_id)
         if found is None:
             return
         message = copy.deepcopy(path[found[0]])
         if apply_tool_chunk_to_message(message, chunk) is not None:
-            await self._tree.upsert(message)
+            await self.session.upsert(message)
             self.broadcast({"type": "cf_agent_message_updated", "message": message})
 
     # -- chat requests (every transport) --------------------------------------------------------------
@@ -373,16 +383,16 @@ class Think(ChatProtocol, Agent):
         if request.client_tools is not None:
             await self._config.set("client_tools", request.client_tools or None)
         await self._config.set("body", request.body or None)
-        reconciled = reconcile_messages(request.messages, self._tree.path())
+        reconciled = reconcile_messages(request.messages, await self._full_path())
         last = await self._store_incoming(reconciled)
-        spec.parent_id = last if last is not None else self._tree.leaf_id
+        spec.parent_id = last if last is not None else self.session.active_leaf_id
         spec.message_ids = _trailing_user_ids(reconciled)
         spec.client_tools = self._config.get("client_tools")
         if (
             not request.regenerate
             and reconciled
             and reconciled[-1].get("role") == "assistant"
-            and last == self._tree.leaf_id
+            and last == self.session.active_leaf_id
         ):
             # The client sent its list back ending with the assistant message (an AI SDK client after a
             # client tool result): continue that message rather than answer it with a new one.
@@ -440,7 +450,7 @@ class Think(ChatProtocol, Agent):
         if callable(messages) and not isinstance(messages, dict | str):
             messages = await maybe_await(messages(self.messages))
         items = _as_messages(messages)
-        last = await self._store_incoming(items) if items else self._tree.leaf_id
+        last = await self._store_incoming(items) if items else self.session.active_leaf_id
         if items:
             self.broadcast(self._messages_frame())
         spec = TurnSpec(
@@ -542,8 +552,8 @@ class Think(ChatProtocol, Agent):
                 pass
 
     def _continuation_ready(self, spec: TurnSpec) -> bool:
-        leaf = self._tree.get(spec.continue_id) if spec.continue_id else None
-        return leaf is not None and spec.continue_id == self._tree.leaf_id and batch_settled(leaf)
+        leaf = self.session.get(spec.continue_id) if spec.continue_id else None
+        return leaf is not None and spec.continue_id == self.session.active_leaf_id and batch_settled(leaf)
 
     def _stream_started(self, turn: Turn) -> None:
         """Called by a turn before its first chunk goes out."""
@@ -612,12 +622,13 @@ class Think(ChatProtocol, Agent):
         persisted: dict[str, Any] | None = None
         if spec.generation == self._generation and message.get("parts"):
             try:
+                session = self.session
                 if spec.continuation:
-                    await self._tree.upsert(message)
-                elif spec.regenerate and spec.parent_id in self._tree:
-                    await self._tree.upsert(message, spec.parent_id)  # a sibling of the earlier answer
+                    await session.upsert(message)
+                elif spec.regenerate and spec.parent_id in session:
+                    await session.upsert(message, spec.parent_id)  # a sibling of the earlier answer
                 else:
-                    await self._tree.upsert(message, self._tree.leaf_id)
+                    await session.upsert(message, session.active_leaf_id)
                 persisted = message
                 self._after_interaction(message, False, None)  # re-check a pending continuation
             except Exception as exc:
@@ -656,7 +667,7 @@ class Think(ChatProtocol, Agent):
             from starlette.responses import JSONResponse
 
             await self._ensure_loaded()
-            return JSONResponse(self._tree.path())
+            return JSONResponse(self.session.active_messages())
         return await super().on_request(request)
 
 

@@ -9,6 +9,7 @@ kept apart from the protocol and queue code in ``_think.py`` so each stays small
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 import logging
@@ -124,15 +125,20 @@ class Turn:
         #: Ids of the calls this turn runs on the server (a client may not answer those).
         self.server_calls: set[str] = set()
         self.error_text: str | None = None
-        seed = agent._tree.get(spec.continue_id) if spec.continue_id else None
+        seed = agent.session.get(spec.continue_id) if spec.continue_id else None
+        #: The stored form of the continued message (its model input is replaced by the accumulator's).
+        self._seed: dict[str, Any] = seed if seed is not None else {}
         if seed is not None:
-            self.acc = MessageAccumulator(message=seed, continuation=True)
+            # A copy: the stored (cached) message changes only when the turn persists its own.
+            self.acc = MessageAccumulator(message=copy.deepcopy(seed), continuation=True)
         else:
             self.acc = MessageAccumulator()
         self._text_id: str | None = None
         self._reasoning_id: str | None = None
         self._part_counter = 0
         self._on_chunk = type(agent).on_chunk is not _base_on_chunk(agent)
+        #: While True, chunks reach the accumulator and the local callbacks but no WebSocket client.
+        self._silent = False
 
     # -- emitting chunks ---------------------------------------------------------------------------
 
@@ -142,6 +148,15 @@ class Turn:
             return
         if result.cross_message:
             await self.agent._apply_cross_message(chunk)
+        if not self._silent:
+            self._send(chunk)
+        if self.spec.callback is not None:
+            await maybe_await(self.spec.callback(chunk))
+        if self._on_chunk:
+            await maybe_await(self.agent.on_chunk(chunk))
+
+    def _send(self, chunk: dict[str, Any]) -> None:
+        """Broadcast one chunk as a stream frame (recorded for resume replay)."""
         body = dumps(chunk)
         if not self.bodies:
             self.agent._stream_started(self)
@@ -160,10 +175,6 @@ class Turn:
             self.agent.broadcast(frame, exclude=waiting)
         else:
             self.agent.broadcast(frame)
-        if self.spec.callback is not None:
-            await maybe_await(self.spec.callback(chunk))
-        if self._on_chunk:
-            await maybe_await(self.agent.on_chunk(chunk))
 
     def _next_id(self, prefix: str) -> str:
         value = f"{prefix}{self._part_counter}"
@@ -190,15 +201,18 @@ class Turn:
         # Server tools win over a client tool of the same name: a browser cannot shadow them.
         tools = {
             **client_tools_from(self.spec.client_tools),
+            **agent._builtin_tools(),
             **to_tools(await maybe_await(agent.get_tools())),
         }
         system = await maybe_await(agent.get_system_prompt())
         model = await agent._resolve_model(None)
         anchor = self.spec.continue_id or (self.spec.parent_id if self.spec.regenerate else None)
-        history = agent._tree.path_to(anchor)
-        if self.spec.continuation:
-            history = history[:-1]  # the continued message is rebuilt from the accumulator each step
-        prior = ui_messages_to_model_messages(history)
+        await agent._await_compaction()
+        prior = await agent.session.read_model_messages(anchor)
+        if self.spec.continuation and self._seed:
+            # The continued message is rebuilt from the accumulator each step: drop its stored form (the
+            # last message is never truncated, so its converted entries are those of the seed).
+            del prior[len(prior) - len(ui_messages_to_model_messages([self._seed])) :]
         ctx = TurnContext(
             request_id=self.request_id,
             system=system,
@@ -236,9 +250,10 @@ class Turn:
         start: dict[str, Any] = {"type": "start"}
         if not self.spec.continuation:
             start["messageId"] = self.acc.message_id
-        await self.emit(start)
         if self.spec.continuation:
-            await self._run_approved(tools)
+            await self._start_continuation(start, tools)
+        else:
+            await self.emit(start)
 
         finish_reason: str | None = None
         for step in range(max(0, max_steps)):
@@ -406,9 +421,31 @@ class Turn:
         self.server_calls.add(call_id)
         return _Call(call_id, name, tool, event.args, validated)
 
-    async def _run_approved(self, tools: dict[str, Tool]) -> None:
-        """A continuation first runs the calls the user approved since the last turn."""
+    async def _start_continuation(self, start: dict[str, Any], tools: dict[str, Tool]) -> None:
+        """Run the approved calls, then start the continuation's stream.
+
+        Their chunks go to the local callbacks (HTTP SSE, ``chat()``, ``on_chunk``) but not to WebSocket
+        clients: a stock hook that attached through the resume handshake applies the stream to an empty
+        message, and an output chunk for a call it does not hold fails there ("No tool invocation found").
+        WebSocket clients get the updated message as ``cf_agent_message_updated`` instead, before the first
+        stream frame.
+        """
+        self._silent = True
+        try:
+            await self.emit(start)
+            ran = await self._run_approved(tools)
+        finally:
+            self._silent = False
+        if ran:
+            message = copy.deepcopy(self.acc.message)
+            await self.agent._store_progress(message)
+            self.agent.broadcast({"type": "cf_agent_message_updated", "message": message})
+        self._send(start)
+
+    async def _run_approved(self, tools: dict[str, Tool]) -> bool:
+        """A continuation first runs the calls the user approved since the last turn; True if any ran."""
         calls: list[_Call] = []
+        errors = False
         for part in self.acc.parts:
             if part.get("state") != "approval-responded":
                 continue
@@ -428,10 +465,12 @@ class Turn:
                     await self.emit(
                         {"type": "tool-output-error", "toolCallId": part["toolCallId"], "errorText": str(exc)}
                     )
+                    errors = True
                     continue
             self.server_calls.add(part["toolCallId"])
             calls.append(_Call(part["toolCallId"], name, tool, raw_input, validated))
         await self._execute(calls)
+        return bool(calls) or errors
 
     # -- tools -------------------------------------------------------------------------------------
 

@@ -109,7 +109,7 @@ class HookChat(Think):
     async def on_request(self, request: Request) -> Any:
         path = request.url.path.rstrip("/")
         if request.method == "GET" and path.endswith("/branches"):
-            return JSONResponse(self.get_branches(request.query_params["of"]))
+            return JSONResponse(await self.get_branches(request.query_params["of"]))
         if request.method == "POST" and path.endswith("/seed"):
             stored = await self.add_messages(await request.json())
             return JSONResponse({"stored": len(stored)})
