@@ -1,4 +1,4 @@
-"""The ``ponder`` command: ``serve`` agents over HTTP/WebSocket, ``inspect`` a store, manage local ``models``.
+"""The ``ponder`` command: ``serve`` agents over HTTP/WebSocket, run the ``demo``, ``inspect`` a store, manage local ``models``.
 
 Every failure a user can cause (a missing file, an import error, a port in use, a store that does
 not exist) ends with one clear line on stderr and exit status 2, not a traceback.
@@ -84,14 +84,8 @@ async def _check_store(url: str) -> None:
     await probe.close()
 
 
-def cmd_serve(args: argparse.Namespace) -> None:
-    import uvicorn
-
-    _configure_logging(args.log_level)
-    app = build_app(args.target, args.store, args.shutdown_timeout)  # fails fast on a bad target
-    _check_port(args.host, args.port)
-    asyncio.run(_check_store(app.host.store.url))
-    common: dict[str, Any] = {
+def _uvicorn_options(app: Any, args: argparse.Namespace) -> dict[str, Any]:
+    return {
         "host": args.host,
         "port": args.port,
         "log_level": args.log_level.lower(),
@@ -100,6 +94,16 @@ def cmd_serve(args: argparse.Namespace) -> None:
         # limit so oversized frames get a clear error frame instead of a dropped connection.
         "ws_max_size": app.max_frame_bytes * 4,
     }
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    import uvicorn
+
+    _configure_logging(args.log_level)
+    app = build_app(args.target, args.store, args.shutdown_timeout)  # fails fast on a bad target
+    _check_port(args.host, args.port)
+    asyncio.run(_check_store(app.host.store.url))
+    common = _uvicorn_options(app, args)
     if args.reload:
         os.environ["PONDER_SERVE_TARGET"] = args.target
         os.environ["PONDER_SERVE_STORE"] = args.store or ""
@@ -119,6 +123,42 @@ def cmd_serve(args: argparse.Namespace) -> None:
         file=sys.stderr,
     )
     uvicorn.run(app, **common)
+
+
+# -- demo --------------------------------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    """``ponder demo``: choose a model (and say why), check it, then serve ``DemoAgent`` with its page at ``/``."""
+    import uvicorn
+
+    from .demo import choose_demo_model, demo_app, describe_model, prepare_model
+    from .models import ModelConfigError, ModelError
+
+    _configure_logging(args.log_level)
+    _check_port(args.host, args.port)
+    model, reason = choose_demo_model(args.model, os.environ)
+    print(f"ponder demo: model {describe_model(model)}, because {reason}", file=sys.stderr, flush=True)
+    app = demo_app(model, args.store)
+    print(f"ponder demo: store {app.host.store.url}", file=sys.stderr, flush=True)
+    asyncio.run(_check_store(app.host.store.url))
+    try:
+        prepare_model(model, sys.stderr)
+    except (ModelConfigError, ModelError) as exc:
+        if args.model:
+            raise CommandError(str(exc)) from exc
+        raise CommandError(
+            f"{exc} (the demo chose {model} because {reason}; pass --model, e.g. --model local, for another)"
+        ) from exc
+    shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
+    if ":" in shown:
+        shown = f"[{shown}]"
+    print(
+        f"ponder demo: ready: open http://{shown}:{args.port}/ (the agent: /agents/demo-agent/default)",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(app, **_uvicorn_options(app, args))
 
 
 # -- inspect -----------------------------------------------------------------------------------------
@@ -254,6 +294,24 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--reload", action="store_true", help="restart when the source changes (development)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(handler=cmd_serve)
+
+    demo = commands.add_parser(
+        "demo",
+        help="serve the demo agent and its chat page (model: --model, else an API key, Ollama or 'local')",
+    )
+    demo.add_argument(
+        "--model",
+        default=None,
+        help="a model string, e.g. local, local:qwen2.5-coder-0.5b, openai:gpt-4.1-mini, ollama:llama3.2 "
+        "(default: OpenAI or Anthropic when its API key is set, else Ollama's first model, else local)",
+    )
+    demo.add_argument("--host", default="127.0.0.1", help="interface to listen on (default 127.0.0.1)")
+    demo.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    demo.add_argument(
+        "--store", default=None, help="store URL (default: $PONDER_STORE or ./.ponder/ponder.sqlite3)"
+    )
+    demo.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    demo.set_defaults(handler=cmd_demo)
 
     inspect = commands.add_parser("inspect", help="list the agents, schedules and fibers in a store")
     inspect.add_argument(

@@ -2,8 +2,9 @@
 
 The browser test starts ``ponder serve tests/e2e/apps/web_app.py`` in a subprocess and drives Debian's
 ``/usr/bin/chromium`` through Playwright's Python package: type and send, watch the answer stream in,
-approve a tool call and see its output, regenerate, switch between the two sibling answers, reload, and
-clear. Screenshots (desktop 1280x800, phone 390x844 light and dark) land in ``test-artifacts/``.
+approve a tool call and see its output, regenerate, switch between the two sibling answers (the server
+stores the choice: a reload and other tabs follow it), search, and clear. Screenshots (desktop 1280x800,
+the search panel, phone 390x844 light and dark) land in ``test-artifacts/``.
 ``scripts/test`` installs both Chromium and Playwright; without them the test fails, it never skips.
 """
 
@@ -161,7 +162,7 @@ def test_no_page_without_a_chat_agent(tmp_path: Path) -> None:
     assert "No chat agent" in response.text
 
 
-def test_branches_and_thread(client: TestClient) -> None:
+def test_branches(client: TestClient) -> None:
     async def seed() -> None:
         agent = await client.app.host.get_agent(SupportChat, "room-1")  # type: ignore[attr-defined]
 
@@ -179,13 +180,8 @@ def test_branches_and_thread(client: TestClient) -> None:
     assert branches.status_code == 200
     assert branches.headers["cache-control"] == "no-store"
     assert branches.json() == {"branches": {"u1": ["a1", "a2"]}}
-    thread = client.get(f"{base}/thread", params={"parent": "u1", "id": "a1"}).json()
-    assert [m["id"] for m in thread["messages"]] == ["a1", "u2"]  # the sibling and its continuation
-    assert [
-        m["id"] for m in client.get(f"{base}/thread", params={"parent": "u1", "id": "a2"}).json()["messages"]
-    ] == ["a2"]
-    assert client.get(f"{base}/thread", params={"parent": "u1", "id": "u2"}).status_code == 404
-    assert client.get(f"{base}/thread", params={"parent": "u1"}).status_code == 400
+    # Switching is the set_active_branch rpc now; the old client-side thread route is gone.
+    assert client.get(f"{base}/thread", params={"parent": "u1", "id": "a1"}).status_code == 404
     too_many = [("id", str(i)) for i in range(501)]
     assert client.get(f"{base}/branches", params=too_many).status_code == 400
     assert client.get("/agents/support-chat/secret/ui/branches", params={"id": "u1"}).status_code == 403
@@ -244,6 +240,29 @@ WATCH_GROWTH = """() => {
 
 def idle(page: Any, expect: Any) -> None:
     expect(page.locator("body")).to_have_attribute("data-status", "idle")
+
+
+def server_path(server: ServerProcess, page: Any) -> list[str]:
+    """The text of each message on the server's active path (what a reload shows)."""
+    messages = page.request.get(f"{server.base_url}/agents/web-chat/default/get-messages").json()
+    return [" ".join(p.get("text", "") for p in m["parts"] if p["type"] == "text") for m in messages]
+
+
+REFUSAL = "cannot switch branches while a turn is queued or running"
+
+
+def refuse_branch_switches(ws: Any) -> None:
+    """A WebSocket route: pass every frame through, but answer ``set_active_branch`` with the server's refusal."""
+    server = ws.connect_to_server()
+
+    def from_page(message: str | bytes) -> None:
+        frame = json.loads(message) if isinstance(message, str) else {}
+        if frame.get("type") == "rpc" and frame.get("method") == "set_active_branch":
+            ws.send(json.dumps({"type": "rpc", "id": frame["id"], "success": False, "error": REFUSAL}))
+        else:
+            server.send(message)
+
+    ws.on_message(from_page)
 
 
 @pytest.mark.slow
@@ -305,7 +324,9 @@ def test_chat_page_in_chromium(web_server: ServerProcess) -> None:
         expect(branch).to_have_text("2 / 2")
         expect(assistant.last.locator(".tool")).to_have_count(0)
 
-        # 4. Switch between the sibling answers.
+        # 4. Switch between the sibling answers: each switch is the set_active_branch rpc, and the page
+        #    shows the path the server broadcasts back.
+        assert server_path(web_server, page)[-1] == REGENERATED_ANSWER
         page.get_by_role("button", name="Previous answer").click()
         expect(branch).to_have_text("1 / 2")
         expect(assistant.last.locator(".tool[data-state=output-available]")).to_contain_text(
@@ -318,15 +339,68 @@ def test_chat_page_in_chromium(web_server: ServerProcess) -> None:
         expect(assistant.last).to_contain_text(REGENERATED_ANSWER)
         page.get_by_role("button", name="Previous answer").click()
         expect(branch).to_have_text("1 / 2")
+        assert FINAL_ANSWER in server_path(web_server, page)[-1]  # the server's active path changed
         page.screenshot(path=str(ARTIFACTS / "web-page-desktop.png"), animations="disabled")
 
-        # 5. A reload shows the server's transcript (the newest answer) with its branch control.
+        # 5. A reload shows the branch chosen above (the server's active path), with its branch control.
         page.reload()
         expect(page.locator("body")).to_have_attribute("data-connection", "open")
+        expect(assistant.last).to_contain_text(FINAL_ANSWER.replace("`", ""))
+        expect(assistant.last.locator(".tool[data-state=output-available]")).to_be_visible()
+        expect(assistant.last.locator(".branch-label")).to_have_text("1 / 2")
+
+        # 6. Search (Ctrl+K): a word from the first answer; the result scrolls to and highlights it.
+        page.keyboard.press("Control+k")
+        dialog = page.get_by_role("dialog", name="Search messages")
+        expect(dialog).to_be_visible()
+        query = dialog.get_by_role("searchbox", name="Search messages")
+        expect(query).to_be_focused()
+        query.fill("test agent")
+        hits = dialog.locator(".hit")
+        expect(hits).to_have_count(1)
+        expect(hits.first.locator(".hit-role")).to_have_text("Assistant")
+        expect(hits.first.locator(".hit-text")).to_contain_text("I'm the **ponder** test agent")
+        expect(hits.first.locator("mark")).to_have_text("test agent")
+        hits.first.click()
+        expect(dialog).to_be_hidden()
+        expect(assistant.first).to_have_class(re.compile(r"\bfound\b"))
+        expect(assistant.first).to_be_in_viewport()
+        # "/" opens it too; a hit on the other branch says so, and clicking it switches to that branch.
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        page.keyboard.press("/")
+        expect(dialog).to_be_visible()
+        query.fill("rather archive")
+        expect(hits).to_have_count(1)
+        expect(hits.first.locator(".hit-role")).to_have_text("Assistant")
+        expect(hits.first.locator(".hit-where")).to_have_text("Other branch")
+        expect(hits.first.locator("mark")).to_have_text("rather archive")
+        page.screenshot(path=str(ARTIFACTS / "web-page-search.png"), animations="disabled")
+        hits.first.click()
+        expect(dialog).to_be_hidden()
         expect(assistant.last).to_contain_text(REGENERATED_ANSWER)
         expect(assistant.last.locator(".branch-label")).to_have_text("2 / 2")
+        expect(assistant.last).to_have_class(re.compile(r"\bfound\b"))
+        assert server_path(web_server, page)[-1] == REGENERATED_ANSWER
+        page.keyboard.press("Control+k")
+        query.fill("zebra")
+        expect(dialog.locator(".search-status")).to_have_text("No messages match “zebra”.")
+        page.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
 
-        # 6. Phone width, light and dark: the same conversation, nothing wider than the screen.
+        # 7. A refused switch (the server says a turn is running) leaves the view alone and says why.
+        refused = desktop.new_page()
+        watch(refused, errors)
+        refused.route_web_socket(re.compile(r"/agents/web-chat/default\?"), refuse_branch_switches)
+        refused.goto(f"{web_server.base_url}/")
+        expect(refused.locator("body")).to_have_attribute("data-connection", "open")
+        refused.get_by_role("button", name="Previous answer").click()
+        notice = refused.locator("article.msg-assistant").last.locator(".branch-notice")
+        expect(notice).to_contain_text(f"Could not switch answers: {REFUSAL}")
+        expect(refused.locator(".branch-label").last).to_have_text("2 / 2")
+        refused.close()
+
+        # 8. Phone width, light and dark: the same conversation, nothing wider than the screen. A switch
+        #    made on the phone reaches the desktop tab too.
         for scheme in ("light", "dark"):
             phone = browser.new_context(
                 viewport={"width": 390, "height": 844},
@@ -339,17 +413,31 @@ def test_chat_page_in_chromium(web_server: ServerProcess) -> None:
             watch(mobile, errors)
             mobile.goto(f"{web_server.base_url}/agents/web-chat/default/ui")
             expect(mobile.locator("body")).to_have_attribute("data-connection", "open")
-            expect(mobile.locator("article.msg-assistant").last).to_contain_text(REGENERATED_ANSWER)
-            mobile.get_by_role("button", name="Previous answer").click()
-            expect(mobile.locator(".branch-label").last).to_have_text("1 / 2")
+            if scheme == "light":
+                expect(mobile.locator("article.msg-assistant").last).to_contain_text(REGENERATED_ANSWER)
+                mobile.get_by_role("button", name="Previous answer").click()
+                expect(mobile.locator(".branch-label").last).to_have_text("1 / 2")
+                expect(assistant.last.locator(".branch-label")).to_have_text("1 / 2")  # the desktop tab
+                expect(assistant.last).to_contain_text(FINAL_ANSWER.replace("`", ""))
+            else:
+                expect(mobile.locator(".branch-label").last).to_have_text("1 / 2")
             expect(mobile.get_by_role("button", name="Send message")).to_be_visible()
             width = mobile.evaluate("document.documentElement.scrollWidth")
             assert width <= 390, f"the page is {width}px wide on a 390px screen"
             suffix = "" if scheme == "light" else "-dark"
             mobile.screenshot(path=str(ARTIFACTS / f"web-page-phone{suffix}.png"), animations="disabled")
+            if scheme == "dark":
+                mobile.get_by_role("button", name="Search messages").click()
+                mobile.get_by_role("searchbox", name="Search messages").fill("notes.txt")
+                expect(mobile.locator(".hit")).to_have_count(3)
+                width = mobile.evaluate("document.documentElement.scrollWidth")
+                assert width <= 390, f"the search panel is {width}px wide on a 390px screen"
+                mobile.screenshot(
+                    path=str(ARTIFACTS / "web-page-phone-search-dark.png"), animations="disabled"
+                )
             phone.close()
 
-        # 7. Clear (two clicks: the first asks to confirm) empties the page and the server.
+        # 9. Clear (two clicks: the first asks to confirm) empties the page and the server.
         page.get_by_role("button", name="Clear conversation").click()
         page.get_by_role("button", name="Confirm: clear the whole conversation").click()
         expect(page.get_by_role("heading", name="How can I help?")).to_be_visible()

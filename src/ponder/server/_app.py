@@ -27,6 +27,7 @@ from ..runtime import Agent, AgentHost, Connection, ConnectionInfo
 from ..storage import Store
 from ._chat_http import handle_chat_http
 from ._routing import AgentRoute, RouteError, parse_agent_path
+from ._submissions_http import handle_submissions_http
 from ._ui import agent_ui_response, ui_routes
 
 __all__ = ["DEFAULT_MAX_FRAME_BYTES", "App", "BeforeConnectHook", "BeforeRequestHook"]
@@ -260,6 +261,8 @@ class App:
             if response is None:
                 agent = await route.resolve(self.host)
                 response = await handle_chat_http(agent, request, route.rest, self.max_frame_bytes)
+                if response is None:
+                    response = await handle_submissions_http(agent, request, route.rest, self.max_frame_bytes)
                 if response is None:
                     response = await agent.on_request(request)
         except Exception:

@@ -2,9 +2,10 @@
 
 Why this module exists: ``ponder serve app.py`` should give a person something to talk to, not only a
 protocol. The page is plain HTML, CSS and ES modules shipped in ``ponder/server/static`` (no build step, no
-CDN) and speaks the same WebSocket chat protocol as the stock Cloudflare clients. The only thing the protocol
-lacks for a chat UI is a way to see regenerated answers, which ``Think`` keeps as siblings in its message
-tree; two small read-only routes under ``…/ui/`` expose them (``branches`` and ``thread``).
+CDN) and speaks the same WebSocket chat protocol as the stock Cloudflare clients. Switching between
+regenerated answers (siblings in ``Think``'s message tree) and searching the transcript are ``rpc`` calls to
+``Think.set_active_branch`` and ``Think.search_messages``; the one thing the page still needs over HTTP is
+which messages on the path have siblings, which the read-only ``…/ui/branches`` route answers.
 
 Every ``…/ui`` route is an agent route: ``App`` runs ``on_before_request`` before calling
 :func:`agent_ui_response`. ``GET /`` runs the same hook for the agent it shows.
@@ -20,7 +21,7 @@ import logging
 import re
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -226,11 +227,11 @@ def ui_routes(app: App) -> list[BaseRoute]:
     ]
 
 
-# -- …/ui, …/ui/branches, …/ui/thread ------------------------------------------------------------------
+# -- …/ui, …/ui/branches -------------------------------------------------------------------------------
 
 
 async def agent_ui_response(app: App, request: Request, route: AgentRoute) -> Response | None:
-    """Answer ``…/ui[/branches|/thread]`` of a chat agent; ``None`` for every other request.
+    """Answer ``…/ui[/branches]`` of a chat agent; ``None`` for every other request.
 
     Called by ``App`` after the auth hooks and before the agent's own ``on_request``.
     """
@@ -247,15 +248,13 @@ async def agent_ui_response(app: App, request: Request, route: AgentRoute) -> Re
         agent_path = path.rstrip("/").removesuffix("/ui")
         name = route.hops[-1][1] if route.hops else route.name
         return _page(request, route.target_class, name, agent_path)
-    if sub not in ("branches", "thread"):
+    if sub != "branches":
         return JSONResponse({"error": "not found"}, status_code=404)
     await app.host.start()
     agent = await route.resolve(app.host)
     assert isinstance(agent, Think)
     await agent._ensure_loaded()
-    if sub == "branches":
-        return _branches(agent, request)
-    return await _thread(agent, request)
+    return _branches(agent, request)
 
 
 def _branches(agent: Think, request: Request) -> Response:
@@ -269,23 +268,3 @@ def _branches(agent: Think, request: Request) -> Response:
         if len(children) > 1:
             branches[message_id] = children
     return JSONResponse({"branches": branches}, headers={"Cache-Control": "no-store"})
-
-
-async def _thread(agent: Think, request: Request) -> Response:
-    """``?parent=P&id=X`` → ``{"messages": [X, …]}``: X (a child of P), then its newest descendants."""
-    parent = request.query_params.get("parent")
-    start = request.query_params.get("id")
-    if not parent or not start:
-        return JSONResponse({"error": "parent and id are required"}, status_code=400)
-    first = next((m for m in await agent.get_branches(parent) if m.get("id") == start), None)
-    if first is None:
-        return JSONResponse({"error": f"{start!r} is not a reply to {parent!r}"}, status_code=404)
-    messages: list[dict[str, Any]] = [first]
-    seen = {start}
-    while True:
-        children = await agent.get_branches(messages[-1]["id"])
-        if not children or children[-1]["id"] in seen:
-            break
-        seen.add(children[-1]["id"])
-        messages.append(children[-1])  # the newest reply, as the transcript follows the newest leaf
-    return JSONResponse({"messages": messages}, headers={"Cache-Control": "no-store"})

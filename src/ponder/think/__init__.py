@@ -6,6 +6,13 @@ See ``docs/think.md`` (the class, hooks and turn lifecycle) and ``docs/protocol.
 from ..tools import Tool, ToolContext, tool
 from ._client_tools import ClientTool
 from ._requests import CONCURRENCY_MODES, ChatAdmission, ChatRequestError
+from ._run_turn import TURN_MODES
+from ._submissions import (
+    SUBMISSION_STATUSES,
+    SubmissionCancel,
+    SubmissionConflictError,
+    SubmissionInspection,
+)
 from ._think import CHAT_TURN_FIBER_PREFIX, Think
 from ._turn import CONTINUE_PROMPT
 from ._types import (
@@ -25,6 +32,8 @@ __all__ = [
     "CHAT_TURN_FIBER_PREFIX",
     "CONCURRENCY_MODES",
     "CONTINUE_PROMPT",
+    "SUBMISSION_STATUSES",
+    "TURN_MODES",
     "ChatAdmission",
     "ChatErrorContext",
     "ChatRequestError",
@@ -33,6 +42,9 @@ __all__ = [
     "StepConfig",
     "StepContext",
     "StepResult",
+    "SubmissionCancel",
+    "SubmissionConflictError",
+    "SubmissionInspection",
     "Think",
     "Tool",
     "ToolCallContext",

@@ -13,8 +13,11 @@ Cloudflare's ``ResumeHandshake`` (``reference/js-client-protocol.md`` §7):
   gets ``cf_agent_stream_resuming``; if the queue empties without a stream it gets ``resume_none``;
 - otherwise → ``cf_agent_stream_resume_none {reason: "idle"}``.
 
-The chunks replayed here are the running turn's, held in memory; replay after a process restart (durable
-chunk buffers) is not implemented yet.
+The chunks replayed for a running turn are held in memory. After a restart, a stream the dead process left
+``streaming`` (no live producer) is offered the same way: its durable chunks replay, and the closing
+``{done: true, replay: true}`` is sent once recovery has decided (the retried or continued turn then streams
+live under the same request id). A turn that ended in an error nobody saw (recovery gave up) is replayed to
+connecting clients as its chunks then ``{body: errorText, done: true, error: true}`` until the next turn.
 """
 
 from __future__ import annotations
@@ -47,11 +50,22 @@ class ResumeHandshake:
 
     def on_connect(self, connection: Connection) -> bool:
         """Offer a running stream to a new connection; return whether to send the transcript."""
+        recovering = self.agent._recovery.recovering_frame()
+        if recovering is not None:
+            connection.send(recovering)
         turn = self.agent._streaming
         if turn is not None:
+            if turn.spec.recovery and turn.spec.continuation:
+                # A recovered continuation appends to the stored partial: the client needs it first.
+                connection.send(self.agent._messages_frame(connect=True))
             connection.send({"type": "cf_agent_stream_resuming", "id": turn.request_id})
             self.awaiting_ack.add(connection.id)
             return False  # the transcript would clobber the message the client rebuilds from the replay
+        stored = self.agent._recovery.offer()
+        if stored is not None:
+            connection.send({"type": "cf_agent_stream_resuming", "id": stored})
+            self.awaiting_ack.add(connection.id)
+            return False
         pending = self.agent._pending_request_for(connection.id)
         if pending is not None:
             self.parked[connection.id] = None
@@ -73,6 +87,11 @@ class ResumeHandshake:
             self._send(connection, {"type": "cf_agent_stream_resuming", "id": turn.request_id}, probe_id)
             self.awaiting_ack.add(connection.id)
             return
+        stored = self.agent._recovery.offer()
+        if stored is not None:
+            self._send(connection, {"type": "cf_agent_stream_resuming", "id": stored}, probe_id)
+            self.awaiting_ack.add(connection.id)
+            return
         pending = self.agent._pending_request_for(connection.id)
         if pending is not None:
             self.parked[connection.id] = probe_id
@@ -84,6 +103,9 @@ class ResumeHandshake:
         """Answer ``cf_agent_stream_resume_ack``: replay the running stream, or end an unknown one."""
         turn = self.agent._streaming
         if turn is None or turn.request_id != request_id:
+            if self.agent._recovery.replay(connection, request_id):
+                return
+            self.awaiting_ack.discard(connection.id)
             connection.send({"type": _RESPONSE, "id": request_id, "body": "", "done": True, "replay": True})
             return
         continuation = turn.spec.continuation

@@ -25,22 +25,23 @@ from ..chat import (
     new_message_id,
     reconcile_messages,
     sanitize_message,
-    user_message,
 )
 from ..models import ModelClient, resolve_model
 from ..runtime import Agent, Connection, FiberRecoveryContext
 from ._config import ThinkConfig
 from ._history import SessionHistory, take_client_answers
 from ._protocol import RESPONSE, ChatProtocol, PendingContinuation, batch_settled, text_or
+from ._recovery import ChatRecoveryContext, ChatRecoveryDecision, ChatStreamStalled, Recovery
 from ._requests import (
     CONCURRENCY_MODES,
     ChatAdmission,
     ChatRequestError,
     ParsedChatRequest,
-    check_message,
     parse_chat_request,
 )
 from ._resume import ResumeHandshake
+from ._run_turn import ProgrammaticTurns, _as_messages, _trailing_user_ids
+from ._submissions import Submissions, _NotRunning, _SubmissionSpec
 from ._turn import Turn, TurnSpec, error_text, maybe_await
 from ._types import (
     ChatErrorContext,
@@ -70,7 +71,7 @@ class _Skipped(Exception):
     pass
 
 
-class Think(SessionHistory, ChatProtocol, Agent):
+class Think(Submissions, ProgrammaticTurns, SessionHistory, ChatProtocol, Agent):
     """A chat agent: override ``get_model()`` and it speaks the Cloudflare chat protocol.
 
     Override ``get_system_prompt()``, ``get_tools()`` and the hooks (``before_turn``, ``before_step``,
@@ -88,6 +89,10 @@ class Think(SessionHistory, ChatProtocol, Agent):
     message_concurrency: ClassVar[str] = "queue"
     #: Seconds a ``"debounce"`` submit waits after its admission before it starts.
     message_debounce: ClassVar[float] = 0.75
+    #: Crash/stall recovery budget (see ``docs/durability.md``); keys missing here take their defaults.
+    chat_recovery: ClassVar[dict[str, Any]] = {}
+    #: Abort a model stream silent for longer than this many seconds and recover it (0 = off).
+    chat_stream_stall_timeout: ClassVar[float] = 0.0
 
     frame_handlers: ClassVar[dict[str, str]] = {
         **Agent.frame_handlers,
@@ -133,8 +138,10 @@ class Think(SessionHistory, ChatProtocol, Agent):
         #: The turn whose chunks are being sent right now (turns never overlap).
         self._streaming: Turn | None = None
         self._resume = ResumeHandshake(self)
+        self._recovery = Recovery(self)
         self._warned_client_messages = False
         self._loaded = False
+        self._init_submissions()
 
     # -- configuration (override these) -------------------------------------------------------------
 
@@ -181,16 +188,28 @@ class Think(SessionHistory, ChatProtocol, Agent):
 
     async def on_fiber_recovered(self, ctx: FiberRecoveryContext) -> None:
         if ctx.name.startswith(CHAT_TURN_FIBER_PREFIX):
-            logger.info(
-                "%r: chat turn %s was interrupted; recovery is not implemented, dropping it", self, ctx.name
-            )
+            await self._recovery.recover(ctx)
             return
         await super().on_fiber_recovered(ctx)
+
+    async def on_chat_recovery(self, ctx: ChatRecoveryContext) -> str | ChatRecoveryDecision | None:
+        """An interrupted turn is about to be retried or continued: return ``"persist"`` (or
+        ``ChatRecoveryDecision(continue_=False)``) to keep the partial and stop there; anything else recovers."""
+        return None
+
+    async def on_exhausted(self, ctx: ChatRecoveryContext) -> None:
+        """Recovery gave up on a turn (``ctx.reason``); the terminal message is sent after this returns."""
+
+    def repair_interrupted_tool_part(self, part: dict[str, Any]) -> dict[str, Any] | None:
+        """An interrupted tool part, already turned into an ``output-error``; return another part, or None to
+        drop it."""
+        return part
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
     async def on_start(self) -> None:
         await self._ensure_loaded()
+        await self._recover_submissions()
 
     async def _ensure_loaded(self) -> None:
         if self._loaded:
@@ -200,6 +219,7 @@ class Think(SessionHistory, ChatProtocol, Agent):
                 await maybe_await(self.configure_session(self.session))
                 await self.session.open()
                 await self._config.load()
+                await self._recovery.load()
                 self._loaded = True
 
     async def _resolve_model(self, spec: str | ModelClient | None) -> ModelClient:
@@ -300,6 +320,7 @@ class Think(SessionHistory, ChatProtocol, Agent):
             self._abort(turn_id)
         await self.session.clear()
         await self._config.clear()
+        await self._recovery.clear()
         self._resume.release_parked()
         self.broadcast({"type": "cf_agent_chat_clear"}, exclude=exclude)
 
@@ -414,53 +435,7 @@ class Think(SessionHistory, ChatProtocol, Agent):
         self._submit_event.set()
         self._submit_event = asyncio.Event()
 
-    # -- programmatic turns -------------------------------------------------------------------------
-
-    async def save_messages(
-        self,
-        messages: dict[str, Any] | str | Iterable[dict[str, Any]] | Callable[[list[dict[str, Any]]], Any],
-    ) -> ChatResult:
-        """Store messages (a text, a message, a list, or ``fn(current) -> list``), run a turn, return its result."""
-        return await self._programmatic(messages, None)
-
-    async def chat(self, message: dict[str, Any] | str, callback: Any = None) -> ChatResult:
-        """Send one user message and stream the reply's chunks to ``callback``.
-
-        ``callback`` is a function of each chunk dict, or an object with ``on_event(chunk)`` and optional
-        ``on_done(result)`` / ``on_error(error_text)`` methods.
-        """
-        on_event = callback
-        if callback is not None and not callable(callback):
-            on_event = getattr(callback, "on_event", None) or getattr(callback, "on_chunk", None)
-        result = await self._programmatic(message, on_event)
-        if callback is not None and not callable(callback):
-            if result.status == "error" and hasattr(callback, "on_error"):
-                await maybe_await(callback.on_error(result.error))
-            elif hasattr(callback, "on_done"):
-                await maybe_await(callback.on_done(result))
-        return result
-
-    async def _programmatic(self, messages: Any, callback: Any) -> ChatResult:
-        if _current_turn.get() is self:
-            raise RuntimeError(
-                "save_messages()/chat() cannot be called from inside an active turn of the same agent; "
-                "use add_messages() instead"
-            )
-        await self._ensure_loaded()
-        if callable(messages) and not isinstance(messages, dict | str):
-            messages = await maybe_await(messages(self.messages))
-        items = _as_messages(messages)
-        last = await self._store_incoming(items) if items else self.session.active_leaf_id
-        if items:
-            self.broadcast(self._messages_frame())
-        spec = TurnSpec(
-            request_id=new_message_id(),
-            parent_id=last,
-            message_ids=_trailing_user_ids(items),
-            callback=callback,
-            client_tools=self._config.get("client_tools"),
-        )
-        return await self._enqueue(spec)
+    # -- programmatic turns: see _run_turn.py (run_turn, save_messages, chat, continue_last_turn) --------
 
     # -- the turn queue -----------------------------------------------------------------------------
 
@@ -499,10 +474,12 @@ class Think(SessionHistory, ChatProtocol, Agent):
             if spec.continue_id is not None:
                 self._queued_continuations.discard(spec.continue_id)
             await self._check_runnable(spec)
+            if isinstance(spec, _SubmissionSpec):
+                await self._prepare_submission(spec)  # a submission's messages land only now
             result = await self.run_fiber(
                 f"{CHAT_TURN_FIBER_PREFIX}{spec.request_id}", lambda: self._run_turn(spec)
             )
-        except _Skipped:
+        except (_Skipped, _NotRunning):
             frame: dict[str, Any] = {"type": _RESPONSE, "id": spec.request_id, "body": "", "done": True}
             if spec.continuation:
                 frame["continuation"] = True
@@ -519,6 +496,8 @@ class Think(SessionHistory, ChatProtocol, Agent):
             self._inflight.remove(spec)
             if self._pending_continuation is None and not self._busy():
                 self._resume.release_parked()
+        if self._sub_recovering:
+            await self._settle_recovered_submission(result)
         try:
             await maybe_await(self.on_chat_response(result))
         except Exception:
@@ -606,6 +585,9 @@ class Think(SessionHistory, ChatProtocol, Agent):
         else:
             status = "completed"
         text: str | None = None
+        stalled = isinstance(error, ChatStreamStalled)
+        if stalled:
+            status, error = "recovering", None
         if error is not None:
             text = error_text(error)
             logger.info("%r: turn %s failed: %s", self, spec.request_id, text)
@@ -635,6 +617,10 @@ class Think(SessionHistory, ChatProtocol, Agent):
                 logger.exception("%r: persisting the reply of %s failed", self, spec.request_id)
                 await self._report_error(exc, ChatErrorContext("persist", spec.request_id))
             self.broadcast(self._messages_frame())
+        if stalled and not await self._recovery.stalled(turn, persisted):
+            status = "error"  # recovery was exhausted and already sent the terminal message
+        turn.error_text = text
+        await self._recovery.turn_ended(turn, status)
         done: dict[str, Any] = {"type": _RESPONSE, "id": spec.request_id, "body": "", "done": True}
         if spec.continuation:
             done["continuation"] = True
@@ -672,32 +658,6 @@ class Think(SessionHistory, ChatProtocol, Agent):
 
 
 # -- helpers ------------------------------------------------------------------------------------------
-
-
-def _as_messages(value: Any) -> list[dict[str, Any]]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [user_message(value)]
-    if isinstance(value, dict):
-        value = [value]
-    items: list[dict[str, Any]] = []
-    for item in value:
-        if isinstance(item, str):
-            item = user_message(item)
-        check_message(item)
-        items.append(item)
-    return items
-
-
-def _trailing_user_ids(messages: list[dict[str, Any]]) -> list[str]:
-    ids: list[str] = []
-    for message in reversed(messages):
-        if message.get("role") != "user":
-            break
-        ids.append(message["id"])
-    ids.reverse()
-    return ids
 
 
 def _finalize(message: dict[str, Any]) -> dict[str, Any]:

@@ -38,6 +38,8 @@ from ..models import (
 )
 from ..tools import Tool, ToolContext, ToolInputError, to_tools
 from ._client_tools import ClientTool, client_tools_from
+from ._recovery import ChatStreamStalled
+from ._stream_store import FLUSH_EVERY, FLUSH_NOW
 from ._types import (
     StepConfig,
     StepContext,
@@ -98,6 +100,12 @@ class TurnSpec:
     ready: asyncio.Future[bool] | None = None
     #: The turn has sent its first chunk.
     streamed: bool = False
+    #: Scheduled by crash/stall recovery (same request id as the interrupted turn).
+    recovery: bool = False
+    #: Durable chunks the request streamed before this attempt (recovery's progress measure).
+    progress_base: int = 0
+    #: A stall handed the turn to recovery: its outcome belongs to the recovered turn.
+    recovering_after: bool = False
 
     @property
     def continuation(self) -> bool:
@@ -125,6 +133,11 @@ class Turn:
         #: Ids of the calls this turn runs on the server (a client may not answer those).
         self.server_calls: set[str] = set()
         self.error_text: str | None = None
+        #: The durable buffer of this turn's chunks, and the ``(seq, body)`` rows not written yet.
+        self.stream_id = new_message_id()
+        self._unflushed: list[tuple[int, str]] = []
+        self.server_tool_names: set[str] = set()
+        self.stall_timeout = float(getattr(agent, "chat_stream_stall_timeout", 0) or 0)
         seed = agent.session.get(spec.continue_id) if spec.continue_id else None
         #: The stored form of the continued message (its model input is replaced by the accumulator's).
         self._seed: dict[str, Any] = seed if seed is not None else {}
@@ -150,6 +163,8 @@ class Turn:
             await self.agent._apply_cross_message(chunk)
         if not self._silent:
             self._send(chunk)
+            if len(self._unflushed) >= FLUSH_EVERY or chunk.get("type") in FLUSH_NOW:
+                await self.flush()
         if self.spec.callback is not None:
             await maybe_await(self.spec.callback(chunk))
         if self._on_chunk:
@@ -168,13 +183,25 @@ class Turn:
         }
         if self.spec.continuation:
             frame["continuation"] = True
-        frame["seq"] = len(self.bodies)
+        frame["seq"] = seq = len(self.bodies)
         self.bodies.append(body)
+        self._unflushed.append((seq, body))
         waiting = self.agent._resume.awaiting_ack
         if waiting:
             self.agent.broadcast(frame, exclude=waiting)
         else:
             self.agent.broadcast(frame)
+
+    async def flush(self) -> None:
+        """Write the buffered chunks to the durable stream buffer."""
+        if self._unflushed:
+            rows, self._unflushed = self._unflushed, []
+            await self.agent._recovery.streams.write(self.stream_id, rows)
+
+    def reseed(self, message: dict[str, Any]) -> None:
+        """The continued message was repaired before the turn streamed: continue the repaired form."""
+        self._seed = message
+        self.acc = MessageAccumulator(message=copy.deepcopy(message), continuation=True)
 
     def _next_id(self, prefix: str) -> str:
         value = f"{prefix}{self._part_counter}"
@@ -204,6 +231,8 @@ class Turn:
             **agent._builtin_tools(),
             **to_tools(await maybe_await(agent.get_tools())),
         }
+        self.server_tool_names = {n for n, t in tools.items() if not isinstance(t, ClientTool)}
+        await agent._recovery.turn_started(self)
         system = await maybe_await(agent.get_system_prompt())
         model = await agent._resolve_model(None)
         anchor = self.spec.continue_id or (self.spec.parent_id if self.spec.regenerate else None)
@@ -233,6 +262,9 @@ class Turn:
             tools = {**tools, **to_tools(config.tools)}
         if config.active_tools is not None:
             tools = {name: t for name, t in tools.items() if name in config.active_tools}
+        stall = getattr(config, "stream_stall_timeout", None)
+        if stall is not None:
+            self.stall_timeout = float(stall)
         max_steps = config.max_steps if config.max_steps is not None else agent.max_steps
         send_reasoning = config.send_reasoning if config.send_reasoning is not None else agent.send_reasoning
         settings = ModelSettings(
@@ -316,7 +348,7 @@ class Turn:
         finish_reason: str | None = None
         stream = model.stream(request)
         try:
-            async for event in stream:
+            async for event in _watch(stream, self.stall_timeout):
                 if isinstance(event, TextDelta):
                     if not event.text:
                         continue
@@ -516,7 +548,19 @@ class Turn:
                         }
                     )
 
-                result.output = await call.tool.invoke(args, ctx, preliminary, validate=validate)
+                ledger = not getattr(call.tool, "idempotent", False)
+                if ledger:
+                    await agent._recovery.streams.tool_started(
+                        self.request_id, call.tool_call_id, call.tool_name
+                    )
+                try:
+                    result.output = await call.tool.invoke(args, ctx, preliminary, validate=validate)
+                except Exception as exc:
+                    if ledger:
+                        await agent._recovery.streams.tool_finished(call.tool_call_id, None, _error_text(exc))
+                    raise
+                if ledger:
+                    await agent._recovery.streams.tool_finished(call.tool_call_id, dumps(result.output), None)
         except Exception as exc:
             result.error = _error_text(exc)
             logger.info("%r: tool %s failed: %s", agent, call.tool_name, result.error)
@@ -533,6 +577,29 @@ class Turn:
         except Exception:
             logger.exception("%r: after_tool_call raised", agent)
         return result
+
+
+async def _watch(stream: Any, timeout: float) -> Any:
+    """Iterate a model stream; with ``timeout`` > 0, raise ``ChatStreamStalled`` after that many silent seconds."""
+    if timeout <= 0:
+        async for event in stream:
+            yield event
+        return
+    iterator = stream.__aiter__()
+    while True:
+        try:
+            event = await asyncio.wait_for(iterator.__anext__(), timeout)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except Exception:
+                    pass
+            raise ChatStreamStalled(f"the model stream was silent for more than {timeout:g}s") from None
+        yield event
 
 
 def _settings_dict(settings: ModelSettings) -> dict[str, Any]:

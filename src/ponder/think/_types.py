@@ -65,6 +65,8 @@ class TurnConfig:
     seed: int | None = None
     timeout: float | None = None
     max_retries: int | None = None
+    #: Seconds of model-stream silence before the turn is aborted and recovered (0 disables; None: the class value).
+    stream_stall_timeout: float | None = None
     extra: dict[str, Any] | None = None
 
 

@@ -24,6 +24,9 @@ const ICONS = {
   shield: "M12 3 5 6v5.5c0 4.3 3 8.1 7 9.5 4-1.4 7-5.2 7-9.5V6z",
   link: "M10 14a4 4 0 0 0 5.7 0l3-3a4 4 0 0 0-5.7-5.7l-1 1M14 10a4 4 0 0 0-5.7 0l-3 3a4 4 0 0 0 5.7 5.7l1-1",
   file: "M14 3H7a2 2 0 0 0-2 2v14a2 2 0 0 0 2 2h10a2 2 0 0 0 2-2V8zM14 3v5h5",
+  search: "M11 18a7 7 0 1 0 0-14 7 7 0 0 0 0 14zM20 20l-4-4",
+  close: "M6 6l12 12M18 6 6 18",
+  branch: "M7 4v10M7 14a3 3 0 1 0 0 6 3 3 0 0 0 0-6zM17 4a3 3 0 1 0 0 6 3 3 0 0 0 0-6zM17 10c0 4-10 2-10 6",
 };
 
 function icon(name, className = "icon") {
@@ -88,6 +91,8 @@ $("empty-title").textContent = "How can I help?";
 const views = new Map(); // message id -> {node, sig}
 const openState = new Map(); // "<message id>:<part index>" -> bool (user toggled)
 let stick = true;
+let foundId = null; // the message a search result pointed at (highlighted for a moment)
+let reveal = null; // a message id to scroll into view on the next render
 
 // -- copy -----------------------------------------------------------------------------------------
 
@@ -223,12 +228,9 @@ function renderTool(part, key, busy) {
     const actions = el("div", "approval-actions");
     const deny = button("btn btn-outline", `Deny ${name}`, null, "Deny");
     const approve = button("btn btn-primary", `Approve ${name}`, "check", "Approve");
-    if (client.detached || client.connection !== "open") {
-      // The server applies approvals to its newest path only (see docs/web-ui.md).
+    if (client.connection !== "open") {
       deny.disabled = approve.disabled = true;
-      text.lastChild.textContent = client.detached
-        ? "Switch to the newest answer to approve or deny this call."
-        : "This tool needs your approval to run (reconnecting…).";
+      text.lastChild.textContent = "This tool needs your approval to run (reconnecting…).";
     }
     deny.addEventListener("click", () => client.answerApproval(part.toolCallId, false));
     approve.addEventListener("click", () => client.answerApproval(part.toolCallId, true));
@@ -297,7 +299,18 @@ function branchControl(index, info) {
   const label = el("span", "branch-label", `${info.position + 1} / ${info.total}`);
   label.setAttribute("aria-live", "polite");
   box.append(prev, label, next);
+  if (client.switching) box.classList.add("busy");
   return box;
+}
+
+/** Why the last switch at this message failed (a turn is running, the connection dropped…). */
+function branchNotice(message) {
+  const notice = client.branchNotice;
+  if (!notice || notice.id !== message.id) return null;
+  const p = el("p", "branch-notice");
+  p.setAttribute("role", "alert");
+  p.append(icon("alert"), el("span", null, notice.text));
+  return p;
 }
 
 function renderMessage(message, index, ctx) {
@@ -319,6 +332,8 @@ function renderMessage(message, index, ctx) {
       actions.append(branchControl(index, info));
       node.append(actions);
     }
+    const notice = branchNotice(message);
+    if (notice) node.append(notice);
     return node;
   }
   node.setAttribute("aria-label", role === "assistant" ? "Assistant" : "System");
@@ -360,6 +375,8 @@ function renderMessage(message, index, ctx) {
     if (info) actions.append(branchControl(index, info));
     if (actions.childNodes.length) body.append(actions);
   }
+  const notice = branchNotice(message);
+  if (notice) body.append(notice);
   node.append(avatar, body);
   return node;
 }
@@ -406,8 +423,9 @@ function render() {
     const interactive = ctx.lastAssistant || info || (message.parts || []).some(isToolPart);
     const sig = [
       client.revision(message.id), ctx.live, ctx.lastAssistant,
-      interactive ? `${busy}|${client.connection}|${client.switching}|${client.detached}` : "",
+      interactive ? `${busy}|${client.connection}|${client.switching}` : "",
       info ? `${info.position}/${info.total}` : "", client.notes.get(message.id) || "",
+      client.branchNotice && client.branchNotice.id === message.id ? client.branchNotice.text : "",
     ].join("|");
     let view = views.get(message.id);
     if (!view || view.sig !== sig) {
@@ -420,6 +438,7 @@ function render() {
       views.set(message.id, view);
     }
     seen.add(message.id);
+    view.node.classList.toggle("found", message.id === foundId);
     if (view.node !== cursor) thread.insertBefore(view.node, cursor);
     cursor = view.node.nextSibling;
   });
@@ -476,7 +495,12 @@ function render() {
   input.placeholder = open ? "Send a message…" : client.connection === "denied" ? "Not authorized" : "Connecting…";
   clearButton.disabled = !open || (!messages.length && !client.error);
 
-  if (follow) scroller.scrollTop = scroller.scrollHeight;
+  if (reveal && views.has(reveal)) {
+    const node = views.get(reveal).node;
+    const tall = node.offsetHeight > scroller.clientHeight * 0.7;
+    node.scrollIntoView({ block: tall ? "start" : "center", behavior: rendered ? "smooth" : "auto" });
+    reveal = null;
+  } else if (follow) scroller.scrollTop = scroller.scrollHeight;
   stick = false;
   rendered = true;
   updateToBottom();
@@ -525,7 +549,19 @@ input.addEventListener("input", () => {
 });
 stopButton.addEventListener("click", () => client.stop());
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape" && client.busy) client.stop();
+  if (event.defaultPrevented) return;
+  if (!searchBox.hidden) {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      closeSearch();
+    }
+    return;
+  }
+  const typing = event.target instanceof HTMLElement && event.target.closest("input, textarea, [contenteditable]");
+  if ((event.key === "k" && (event.ctrlKey || event.metaKey)) || (event.key === "/" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey)) {
+    event.preventDefault();
+    openSearch();
+  } else if (event.key === "Escape" && client.busy) client.stop();
 });
 
 let clearTimer = 0;
@@ -558,6 +594,191 @@ document.addEventListener("visibilitychange", () => {
   if (document.visibilityState === "visible") client.nudge();
 });
 window.addEventListener("resize", updateToBottom);
+
+// -- search (Think's search_messages over rpc; every stored message, on every branch) --------------
+
+const searchBox = $("search");
+const searchInput = $("search-input");
+const searchStatus = $("search-status");
+const searchResults = $("search-results");
+const appRoot = document.querySelector(".app");
+let searchSeq = 0;
+let searchTimer = 0;
+let searchReturn = null;
+let foundTimer = 0;
+
+function openSearch() {
+  if (!searchBox.hidden) return;
+  searchReturn = document.activeElement;
+  searchBox.hidden = false;
+  $("search-open").setAttribute("aria-expanded", "true");
+  appRoot.inert = true;
+  document.body.classList.add("searching");
+  searchInput.focus();
+  searchInput.select();
+  if (!searchInput.value.trim()) showSearchHint();
+}
+
+function closeSearch() {
+  if (searchBox.hidden) return;
+  searchBox.hidden = true;
+  $("search-open").setAttribute("aria-expanded", "false");
+  appRoot.inert = false;
+  document.body.classList.remove("searching");
+  if (searchReturn && searchReturn.isConnected && searchReturn !== document.body) searchReturn.focus();
+  else if (matchMedia("(pointer: fine)").matches) input.focus();
+  searchReturn = null;
+}
+
+function showSearchHint() {
+  searchResults.replaceChildren();
+  searchStatus.textContent = "Type a word or phrase to search every message, on every branch.";
+}
+
+/** `content` around the first hit of `query` (or of one of its words), hits wrapped in <mark> as text nodes. */
+function snippet(content, query) {
+  const text = String(content || "").replace(/\s+/g, " ").trim();
+  const lower = text.toLowerCase();
+  const needles = [query.trim().replace(/\s+/g, " "), ...query.split(/\s+/)].map((n) => n.toLowerCase()).filter(Boolean);
+  let at = -1;
+  let needle = "";
+  for (const n of needles) {
+    at = lower.indexOf(n);
+    if (at !== -1) {
+      needle = n;
+      break;
+    }
+  }
+  let start = 0;
+  let end = Math.min(text.length, 160);
+  if (at !== -1) {
+    start = Math.max(0, at - 50);
+    if (start > 0) {
+      const space = text.indexOf(" ", start);
+      if (space !== -1 && space < at) start = space + 1;
+    }
+    end = Math.min(text.length, Math.max(at + needle.length + 110, start + 160));
+  }
+  const out = el("span", "hit-text");
+  if (start > 0) out.append("…");
+  const part = text.slice(start, end);
+  const partLower = lower.slice(start, end);
+  let i = 0;
+  while (needle) {
+    const j = partLower.indexOf(needle, i);
+    if (j === -1) break;
+    out.append(part.slice(i, j), el("mark", null, part.slice(j, j + needle.length)));
+    i = j + needle.length;
+  }
+  out.append(part.slice(i));
+  if (end < text.length) out.append("…");
+  return out;
+}
+
+const ROLE_NAMES = { user: "You", assistant: "Assistant", system: "System" };
+
+function renderResults(results, query) {
+  searchResults.replaceChildren();
+  const shown = new Set(client.messages.map((m) => m.id));
+  for (const result of results) {
+    const onPath = shown.has(result.id);
+    const item = el("li");
+    const hit = el("button", "hit");
+    hit.type = "button";
+    hit.dataset.id = result.id;
+    hit.dataset.role = result.role;
+    const head = el("span", "hit-head");
+    head.append(el("span", `hit-role hit-role-${ROLE_NAMES[result.role] ? result.role : "system"}`, ROLE_NAMES[result.role] || String(result.role || "message")));
+    if (!onPath) {
+      const where = el("span", "hit-where");
+      where.append(icon("branch"), el("span", null, "Other branch"));
+      head.append(where);
+      hit.title = "Show the branch with this message";
+    } else hit.title = "Scroll to this message";
+    hit.append(head, snippet(result.content, query));
+    hit.addEventListener("click", () => pick(result.id, hit));
+    item.append(hit);
+    searchResults.append(item);
+  }
+  const n = results.length;
+  searchStatus.textContent = n ? `${n} ${n === 1 ? "message" : "messages"} ${n >= 20 ? "(the best 20)" : ""}`.trim() : `No messages match “${query}”.`;
+}
+
+async function runSearch() {
+  clearTimeout(searchTimer);
+  searchTimer = 0;
+  const query = searchInput.value.trim();
+  const seq = ++searchSeq;
+  if (!query) {
+    showSearchHint();
+    return;
+  }
+  searchStatus.textContent = "Searching…";
+  try {
+    const results = await client.search(query, 20);
+    if (seq !== searchSeq) return;
+    renderResults(Array.isArray(results) ? results : [], query);
+  } catch (err) {
+    if (seq !== searchSeq) return;
+    searchResults.replaceChildren();
+    searchStatus.textContent = `Search failed: ${err.message}`;
+  }
+}
+
+async function pick(id, hit) {
+  if (!client.messages.some((m) => m.id === id)) {
+    if (client.busy) {
+      searchStatus.textContent = "Wait for the answer to finish before switching branches.";
+      return;
+    }
+    hit.disabled = true;
+    searchStatus.textContent = "Opening that branch…";
+    try {
+      await client.showBranch(id);
+    } catch (err) {
+      searchStatus.textContent = `Could not open that branch: ${err.message}`;
+      hit.disabled = false;
+      return;
+    }
+  }
+  closeSearch();
+  foundId = reveal = id;
+  clearTimeout(foundTimer);
+  foundTimer = setTimeout(() => {
+    foundId = null;
+    scheduleRender();
+  }, 2400);
+  scheduleRender();
+}
+
+$("search-open").addEventListener("click", openSearch);
+$("search-close").addEventListener("click", closeSearch);
+$("search-scrim").addEventListener("click", closeSearch);
+searchInput.addEventListener("input", () => {
+  clearTimeout(searchTimer);
+  searchTimer = setTimeout(runSearch, 180);
+});
+searchInput.addEventListener("keydown", (event) => {
+  if (event.key === "Enter") {
+    event.preventDefault();
+    const first = searchResults.querySelector(".hit");
+    if (first && !searchTimer) first.click();
+    else runSearch();
+  } else if (event.key === "ArrowDown") {
+    event.preventDefault();
+    const first = searchResults.querySelector(".hit");
+    if (first) first.focus();
+  }
+});
+searchResults.addEventListener("keydown", (event) => {
+  if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
+  event.preventDefault();
+  const hits = [...searchResults.querySelectorAll(".hit")];
+  const at = hits.indexOf(document.activeElement);
+  const next = at + (event.key === "ArrowDown" ? 1 : -1);
+  if (next < 0) searchInput.focus();
+  else if (hits[next]) hits[next].focus();
+});
 
 client.connect();
 render();

@@ -4,7 +4,8 @@
 // Frames follow Cloudflare's agents chat protocol (docs/protocol.md): the page sends
 // cf_agent_use_chat_request / cf_agent_chat_request_cancel / cf_agent_tool_approval / cf_agent_chat_clear
 // and applies cf_agent_chat_messages, cf_agent_use_chat_response, cf_agent_message_updated and
-// cf_agent_chat_clear.
+// cf_agent_chat_clear. Branch switching and search are `rpc` frames to Think's @callable methods
+// (set_active_branch, search_messages).
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -295,7 +296,8 @@ export class ChatClient extends EventTarget {
     this.parked = null; // a turn the server accepted (or offered) that has not streamed to us yet
     this.acked = new Set(); // streams this socket asked to replay
     this.snapshots = 0; // transcripts received over the socket
-    this.detached = false; // showing a sibling branch, not the server's newest path
+    this.calls = new Map(); // rpc id -> {resolve, reject, timer}
+    this.branchNotice = null; // {id, text}: why the last branch switch at message `id` failed
   }
 
   // -- state -------------------------------------------------------------------------------------
@@ -369,6 +371,7 @@ export class ChatClient extends EventTarget {
       this.streams.clear();
       this.pending.clear();
       this.parked = null;
+      this.failCalls("the connection closed");
       if (event.code === 1008) {
         this.connection = "denied";
         this.closeReason = event.reason || "Not authorized";
@@ -441,6 +444,9 @@ export class ChatClient extends EventTarget {
         this.error = { text: String(frame.error || "The server rejected a message.") };
         this.emit();
         break;
+      case "rpc":
+        this.onRPC(frame);
+        break;
       default:
         break;
     }
@@ -501,7 +507,6 @@ export class ChatClient extends EventTarget {
       }
     }
     this.messages = next;
-    this.detached = false;
     this.emit();
     if (!this.busy) this.refreshBranches();
   }
@@ -671,7 +676,7 @@ export class ChatClient extends EventTarget {
     for (const message of this.messages) {
       const part = (message.parts || []).find((p) => p.toolCallId === toolCallId);
       if (!part) continue;
-      if (part.state !== "approval-requested" || this.detached) return false;
+      if (part.state !== "approval-requested") return false;
       if (!this.send({ type: "cf_agent_tool_approval", toolCallId, approved, autoContinue: true })) return false;
       part.state = approved ? "approval-responded" : "output-denied";
       part.approval = { ...(part.approval || {}), approved };
@@ -731,32 +736,88 @@ export class ChatClient extends EventTarget {
     return { position, total: siblings.length, siblings, parentId };
   }
 
-  /** Show the sibling `delta` steps away from the message at `index`, with its newest continuation. */
+  /**
+   * Make the sibling `delta` steps away from the message at `index` the server's active branch. The server
+   * stores the choice and broadcasts the new path (cf_agent_chat_messages) to every tab, this one included.
+   */
   async switchBranch(index, delta) {
     const info = this.siblingsAt(index);
     if (!info || this.busy || this.switching) return false;
     const target = info.siblings[info.position + delta];
     if (!target) return false;
+    const anchor = this.messages[index].id;
     this.switching = true;
+    this.branchNotice = null;
     this.emit();
     try {
-      const url = this.httpURL("thread", [["parent", info.parentId], ["id", target]]);
-      const response = await fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" });
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      const data = await response.json();
-      if (!Array.isArray(data.messages) || this.busy) return false;
-      for (const message of data.messages) this.touch(message);
-      this.messages = [...this.messages.slice(0, index), ...data.messages];
-      this.detached = true;
-      this.error = null;
+      await this.showBranch(target);
       return true;
     } catch (err) {
-      this.error = { text: `Could not load that answer (${err.message}).` };
+      const text = `Could not switch answers: ${err.message}`;
+      const shown = this.messages.find((m) => m.id === anchor || m.id === target);
+      if (!shown) this.error = { text };
+      else {
+        const notice = { id: shown.id, text };
+        this.branchNotice = notice;
+        setTimeout(() => {
+          if (this.branchNotice !== notice) return;
+          this.branchNotice = null;
+          this.emit();
+        }, 8000);
+      }
       return false;
     } finally {
       this.switching = false;
       this.emit({ switched: true });
-      this.refreshBranches();
     }
+  }
+
+  /** Ask the server to show the path through `messageId` (and its newest continuation). Throws on refusal. */
+  async showBranch(messageId) {
+    const snapshots = this.snapshots;
+    const path = await this.call("set_active_branch", [messageId]);
+    // The broadcast normally arrives first; the reply carries the same path in case it did not.
+    if (this.snapshots === snapshots && Array.isArray(path)) this.replaceMessages(path, false);
+  }
+
+  /** Full-text search over every stored message (all branches): [{id, role, content}], best first. */
+  search(query, limit = 20) {
+    return this.call("search_messages", [query, limit]);
+  }
+
+  // -- rpc (Think's @callable methods) -------------------------------------------------------------
+
+  /** Call a @callable method over the socket; resolves with its result, rejects with its error text. */
+  call(method, args = [], timeout = 15000) {
+    return new Promise((resolve, reject) => {
+      const id = uuid();
+      if (!this.send({ type: "rpc", id, method, args })) {
+        reject(new Error("not connected"));
+        return;
+      }
+      const timer = setTimeout(() => {
+        this.calls.delete(id);
+        reject(new Error("the server did not answer"));
+      }, timeout);
+      this.calls.set(id, { resolve, reject, timer });
+    });
+  }
+
+  onRPC(frame) {
+    const call = this.calls.get(frame.id);
+    if (!call) return;
+    if (frame.success && frame.done === false) return; // a streaming callable's chunk: none used here
+    this.calls.delete(frame.id);
+    clearTimeout(call.timer);
+    if (frame.success) call.resolve(frame.result);
+    else call.reject(new Error(String(frame.error || "the call failed")));
+  }
+
+  failCalls(reason) {
+    for (const call of this.calls.values()) {
+      clearTimeout(call.timer);
+      call.reject(new Error(reason));
+    }
+    this.calls.clear();
   }
 }
