@@ -14,6 +14,7 @@ PACKAGES = [
     "ponder.storage",
     "ponder.server",
     "ponder.chat",
+    "ponder.context",
     "ponder.models",
     "ponder.testing",
     "ponder.think",

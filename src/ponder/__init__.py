@@ -20,6 +20,7 @@ from .storage import Storage, Store, create_store
 from .think import (
     ChatErrorContext,
     ChatResult,
+    ContextBlock,
     StepConfig,
     StepContext,
     StepResult,
@@ -43,6 +44,7 @@ __all__ = [
     "ChatResult",
     "Connection",
     "ConnectionInfo",
+    "ContextBlock",
     "FiberContext",
     "FiberRecoveryContext",
     "Schedule",

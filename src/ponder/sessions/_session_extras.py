@@ -67,6 +67,9 @@ class SessionExtras:
         self._compaction_error_handler: ErrorHandler | None = None
         self._compacting = False
         self._compact_noop_at: int | None = None
+        #: Context blocks declared the older way (``with_context``); Think merges them after its
+        #: ``configure_context()`` blocks (``ponder.context.merge_blocks``).
+        self.context_blocks: list[dict[str, Any]] = []
         self._clear_extras()
 
     def _clear_extras(self) -> None:
@@ -80,6 +83,15 @@ class SessionExtras:
     def on_compaction(self, fn: CompactFunction) -> Any:
         """Use ``fn`` (e.g. :func:`create_compact_function`) to compact; returns the session for chaining."""
         self._compact_fn = fn
+        return self
+
+    def with_context(self, label: str, **options: Any) -> Any:
+        """Declare a prompt context block (the older session way; prefer Think's ``configure_context()``).
+
+        ``options`` are those of ``ponder.context.ContextBlock`` (``description``, ``max_tokens``, ``provider``,
+        ``when_changed``). Returns the session for chaining.
+        """
+        self.context_blocks.append({"label": label, **options})
         return self
 
     def compact_after(self, tokens: int) -> Any:

@@ -3,8 +3,10 @@
 See ``docs/think.md`` (the class, hooks and turn lifecycle) and ``docs/protocol.md`` (the frames).
 """
 
+from ..context import ContextBlock
 from ..tools import Tool, ToolContext, tool
 from ._client_tools import ClientTool
+from ._context import ContextOverflowError
 from ._requests import CONCURRENCY_MODES, ChatAdmission, ChatRequestError
 from ._run_turn import TURN_MODES
 from ._submissions import (
@@ -39,6 +41,8 @@ __all__ = [
     "ChatRequestError",
     "ChatResult",
     "ClientTool",
+    "ContextBlock",
+    "ContextOverflowError",
     "StepConfig",
     "StepContext",
     "StepResult",

@@ -102,6 +102,8 @@ class SessionHistory(_Base):
     def _on_session_event(self, event: SessionEvent) -> None:
         if event.kind == "status":
             self.broadcast(self.session.status_frame())
+        elif event.kind == "compact":
+            self._context_compacted()  # rebuilds the frozen system prompt
         elif event.kind == "compaction_error":
             self.broadcast(Session.error_frame(event.data.get("error") or "compaction failed"))
 

@@ -29,6 +29,7 @@ from ..chat import (
 from ..models import ModelClient, resolve_model
 from ..runtime import Agent, Connection, FiberRecoveryContext
 from ._config import ThinkConfig
+from ._context import PromptContext
 from ._history import SessionHistory, take_client_answers
 from ._protocol import RESPONSE, ChatProtocol, PendingContinuation, batch_settled, text_or
 from ._recovery import ChatRecoveryContext, ChatRecoveryDecision, ChatStreamStalled, Recovery
@@ -71,12 +72,13 @@ class _Skipped(Exception):
     pass
 
 
-class Think(Submissions, ProgrammaticTurns, SessionHistory, ChatProtocol, Agent):
+class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatProtocol, Agent):
     """A chat agent: override ``get_model()`` and it speaks the Cloudflare chat protocol.
 
     Override ``get_system_prompt()``, ``get_tools()`` and the hooks (``before_turn``, ``before_step``,
     ``before_tool_call``, ``after_tool_call``, ``on_step_finish``, ``on_chunk``, ``on_chat_response``,
-    ``on_chat_error``) to shape turns; ``configure_session()`` to set up compaction. See ``docs/think.md``.
+    ``on_chat_error``) to shape turns; ``configure_session()`` to set up compaction; ``configure_context()``
+    for prompt context blocks. See ``docs/think.md``.
     """
 
     #: Most model calls one turn may make (each tool round-trip is one more step).
@@ -218,6 +220,7 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, ChatProtocol, Agent)
             if not self._loaded:
                 await maybe_await(self.configure_session(self.session))
                 await self.session.open()
+                await self._load_context()
                 await self._config.load()
                 await self._recovery.load()
                 self._loaded = True
@@ -319,6 +322,7 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, ChatProtocol, Agent)
         for turn_id in list(self._turn_tasks):
             self._abort(turn_id)
         await self.session.clear()
+        await self._context_cleared()
         await self._config.clear()
         await self._recovery.clear()
         self._resume.release_parked()

@@ -38,6 +38,7 @@ from ..models import (
 )
 from ..tools import Tool, ToolContext, ToolInputError, to_tools
 from ._client_tools import ClientTool, client_tools_from
+from ._context import attach_reminder
 from ._recovery import ChatStreamStalled
 from ._stream_store import FLUSH_EVERY, FLUSH_NOW
 from ._types import (
@@ -229,19 +230,18 @@ class Turn:
         tools = {
             **client_tools_from(self.spec.client_tools),
             **agent._builtin_tools(),
+            **agent._context_tools(),
             **to_tools(await maybe_await(agent.get_tools())),
         }
         self.server_tool_names = {n for n, t in tools.items() if not isinstance(t, ClientTool)}
         await agent._recovery.turn_started(self)
-        system = await maybe_await(agent.get_system_prompt())
         model = await agent._resolve_model(None)
         anchor = self.spec.continue_id or (self.spec.parent_id if self.spec.regenerate else None)
         await agent._await_compaction()
-        prior = await agent.session.read_model_messages(anchor)
-        if self.spec.continuation and self._seed:
-            # The continued message is rebuilt from the accumulator each step: drop its stored form (the
-            # last message is never truncated, so its converted entries are those of the seed).
-            del prior[len(prior) - len(ui_messages_to_model_messages([self._seed])) :]
+        system = await agent._system_prompt()  # after a compaction: rebuilt
+        # A changed "remind" context block rides on the model input of this turn only (never stored).
+        reminder = await agent._take_reminder()
+        prior = await self._read_prior(anchor, reminder)
         ctx = TurnContext(
             request_id=self.request_id,
             system=system,
@@ -254,8 +254,9 @@ class Turn:
         config = await maybe_await(agent.before_turn(ctx)) or TurnConfig()
         if config.model is not None:
             model = await agent._resolve_model(config.model)
-        if config.system is not None:
-            system = config.system
+        system_override = config.system
+        if system_override is not None:
+            system = system_override
         if config.messages is not None:
             prior = list(config.messages)
         if config.tools:
@@ -288,7 +289,16 @@ class Turn:
             await self.emit(start)
 
         finish_reason: str | None = None
-        for step in range(max(0, max_steps)):
+        policy = agent._overflow_policy
+        compactions = retries = step = 0
+        while step < max(0, max_steps):
+            if policy.should_compact_proactively(agent._last_input_tokens, compactions):
+                compactions += 1
+                agent._last_input_tokens = None
+                if await agent._compact_for_overflow(None, proactive=True):
+                    prior = await self._read_prior(anchor, reminder)
+                    if system_override is None:
+                        system = await agent._system_prompt()
             messages = prior + ui_messages_to_model_messages([self.acc.message])
             if messages and isinstance(messages[-1], AssistantMessage):
                 messages.append(UserMessage(CONTINUE_PROMPT))  # ephemeral: never stored
@@ -312,9 +322,26 @@ class Turn:
                 tools=[t.definition for t in visible.values()],
                 settings=step_settings,
             )
-            finish_reason, calls, usage, awaiting, tool_calls = await self._step(
-                step_model, request, visible, send_reasoning
-            )
+            before = copy.deepcopy(self.acc.message) if policy.reactive else None
+            try:
+                finish_reason, calls, usage, awaiting, tool_calls = await self._step(
+                    step_model, request, visible, send_reasoning
+                )
+            except Exception as exc:
+                if before is None or not (policy.should_retry(retries) and agent.is_context_overflow(exc)):
+                    raise
+                # The request outgrew the context window: drop this step's partial, compact, run it again.
+                retries += 1
+                logger.info("%r: context overflow in %s; compacting and retrying", agent, self.request_id)
+                self.acc = MessageAccumulator(message=before, continuation=self.acc.continuation)
+                self._text_id = self._reasoning_id = None
+                await agent._compact_for_overflow(exc)
+                prior = await self._read_prior(anchor, reminder)
+                if system_override is None:
+                    system = await agent._system_prompt()
+                continue
+            if usage is not None:
+                agent._last_input_tokens = usage.input_tokens or None
             results = await self._execute(calls)
             await self.emit({"type": "finish-step"})
             await maybe_await(
@@ -332,10 +359,22 @@ class Turn:
             )
             if not tool_calls or awaiting:
                 break
+            step += 1
         finish: dict[str, Any] = {"type": "finish"}
         if finish_reason is not None:
             finish["finishReason"] = finish_reason
         await self.emit(finish)
+
+    async def _read_prior(self, anchor: str | None, reminder: str | None) -> list[Any]:
+        """The stored conversation as model input (up to ``anchor``), with ``reminder`` attached."""
+        prior = await self.agent.session.read_model_messages(anchor)
+        if self.spec.continuation and self._seed:
+            # The continued message is rebuilt from the accumulator each step: drop its stored form (the
+            # last message is never truncated, so its converted entries are those of the seed).
+            del prior[len(prior) - len(ui_messages_to_model_messages([self._seed])) :]
+        if reminder is not None:
+            prior = attach_reminder(prior, reminder)
+        return prior
 
     async def _step(
         self, model: ModelClient, request: ModelRequest, tools: dict[str, Tool], send_reasoning: bool

@@ -1,0 +1,201 @@
+"""Think's prompt context: context blocks, the frozen system prompt, reminders, config and overflow handling.
+
+Why this module exists: ``ponder.context`` is a standalone package; this mixin wires it into Think. At load it
+builds ``self.context`` from ``configure_context()`` plus the blocks ``configure_session()`` declared with
+``session.with_context()``, loads the per-agent config (so ``get_config()`` is synchronous) and parses the
+``context_overflow`` policy (a typo fails at start, not at the first overflow). The turn loop asks it for the
+system prompt, the block tools, the reminder to attach, and whether an error is a context overflow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import logging
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..context import (
+    ConfigStore,
+    Context,
+    ContextOverflowPolicy,
+    context_tools,
+    default_context_overflow_classifier,
+    merge_blocks,
+)
+from ..models import ModelMessage, TextContent, UserMessage
+from ..tools import to_tools
+
+if TYPE_CHECKING:
+    from ._think import Think
+
+    _Base = Think
+else:
+    _Base = object
+
+__all__ = ["ContextOverflowError", "PromptContext", "attach_reminder"]
+
+logger = logging.getLogger("ponder.think")
+
+
+class ContextOverflowError(RuntimeError):
+    """The conversation does not fit the model's context window and could not be compacted."""
+
+
+class PromptContext(_Base):
+    """The prompt-context part of :class:`Think` (mixed into it; not useful on its own)."""
+
+    #: Overflow recovery (off by default): ``{"reactive": True, "max_retries": 1, "proactive":
+    #: {"max_input_tokens": N, "headroom": 0.9, "max_compactions": 1}}``; see ``docs/context.md``.
+    context_overflow: ClassVar[ContextOverflowPolicy | dict[str, Any] | None] = None
+
+    _context: Context | None = None
+    _overflow_policy: ContextOverflowPolicy
+    _config_store: ConfigStore
+    _user_config: dict[str, Any]
+    #: A ``compact`` session event happened since the prompt was last rebuilt.
+    _context_stale: bool = False
+    #: Input tokens of the newest model call (the proactive overflow guard's measure).
+    _last_input_tokens: int | None = None
+
+    def configure_context(self) -> Any:
+        """The prompt's context blocks in order (may be async): ``ContextBlock`` objects or config dicts.
+
+        Declaring any block makes the system prompt ``get_system_prompt()`` followed by the blocks, frozen (see
+        ``docs/context.md``); the block tools (``set_context`` …) are given to the model.
+        """
+        return []
+
+    def is_context_overflow(self, error: BaseException) -> bool:
+        """Whether a model error means the request did not fit the context window (override to extend)."""
+        return default_context_overflow_classifier(error)
+
+    @property
+    def context(self) -> Context:
+        """The agent's :class:`ponder.context.Context` (available once the agent has started)."""
+        if self._context is None:
+            raise RuntimeError("the context is available once the agent has started (after on_start)")
+        return self._context
+
+    async def _load_context(self) -> None:
+        """Called once per wake after ``configure_session()``: blocks, config, overflow policy."""
+        self._overflow_policy = ContextOverflowPolicy.parse(self.context_overflow)
+        declared = await _maybe_await(self.configure_context())
+        blocks = merge_blocks(declared or [], self.session.context_blocks)
+        base = await _maybe_await(self.get_system_prompt())
+        self._context = Context(self.host.store, self.id, blocks, base_prompt=base or "")
+        self._config_store = ConfigStore(self.host.store, self.id)
+        self._user_config = await self._config_store.get()
+
+    # -- the system prompt ----------------------------------------------------------------------------
+
+    async def _system_prompt(self) -> str:
+        """The turn's system prompt: the frozen context prompt when blocks are declared, else
+        ``get_system_prompt()``. A compaction since the last rebuild rebuilds the frozen prompt first."""
+        context = self._context
+        if context is None or not context.blocks:
+            return await _maybe_await(self.get_system_prompt())
+        await self._rebuild_if_stale()
+        return await context.frozen_prompt()
+
+    async def _rebuild_if_stale(self) -> None:
+        """Rebuild the frozen prompt once after a compaction (from the ``compact`` session event's task or
+        the next turn, whichever comes first; the lock keeps a turn from reading it half-way)."""
+        lock = self.__dict__.get("_context_lock")
+        if lock is None:
+            lock = self.__dict__["_context_lock"] = asyncio.Lock()
+        async with lock:
+            if not self._context_stale:
+                return
+            self._context_stale = False
+            context = self._context
+            if context is not None and context.blocks:
+                await context.rebuild()
+
+    def _context_compacted(self) -> None:
+        """A ``compact`` session event: the prompt is rebuilt now in the background (so an eviction or a
+        restart before the next turn does not lose it), or by the next turn if that comes first."""
+        self._context_stale = True
+        if self._context is not None and self._context.blocks:
+            self.create_task(self._rebuild_if_stale(), name="ponder:context-rebuild")
+
+    async def refresh_system_prompt(self) -> str:
+        """Re-read every block and re-render the frozen system prompt now; returns it."""
+        await self._ensure_loaded()
+        self._context_stale = False
+        return await self.context.rebuild()
+
+    def _context_tools(self) -> dict[str, Any]:
+        context = self._context
+        if context is None or not context.blocks:
+            return {}
+        return to_tools(context_tools(context))
+
+    async def _take_reminder(self) -> str | None:
+        context = self._context
+        if context is None or not context.blocks:
+            return None
+        return await context.take_reminders()
+
+    async def _context_cleared(self) -> None:
+        """History clear: rebuild the frozen prompt (block memory is kept)."""
+        self._context_stale = False
+        if self._context is not None and self._context.blocks:
+            await self._context.rebuild()
+
+    # -- config ---------------------------------------------------------------------------------------
+
+    def get_config(self) -> dict[str, Any]:
+        """The agent's config (``{}`` until ``configure`` is called), as an independent copy."""
+        return copy.deepcopy(getattr(self, "_user_config", None) or {})
+
+    async def configure(self, config: dict[str, Any]) -> None:
+        """Replace the agent's config and persist it (a JSON object; ``ConfigError`` and no change otherwise)."""
+        await self._ensure_loaded()
+        await self._config_store.set(config)
+        self._user_config = copy.deepcopy(config)
+
+    # -- overflow -------------------------------------------------------------------------------------
+
+    async def _compact_for_overflow(self, error: BaseException | None, *, proactive: bool = False) -> bool:
+        """Compact the session now for overflow handling; True when a compaction was stored.
+
+        Reactive (``proactive=False``): without a compaction function, or when it finds nothing to compact,
+        the turn ends with a ``ContextOverflowError``. Proactive: those cases just go on uncompacted.
+        """
+        session = self.session
+        if session._compact_fn is None:
+            if proactive:
+                logger.warning("%r: context_overflow.proactive needs a compaction function; skipped", self)
+                return False
+            raise ContextOverflowError(
+                "The conversation no longer fits the model's context window and no compaction function is "
+                "configured (call session.on_compaction(...) in configure_session())."
+            ) from error
+        compaction = await session.compact()
+        if compaction is None:
+            if proactive:
+                return False
+            raise ContextOverflowError(
+                "The conversation no longer fits the model's context window and compaction found nothing "
+                "to compact."
+            ) from error
+        self._context_stale = True
+        return True
+
+
+def attach_reminder(messages: list[ModelMessage], reminder: str) -> list[ModelMessage]:
+    """The model input with ``reminder`` riding on it (never stored): an extra text part of the last message
+    when it is a user message, else a new user message at the end."""
+    out = list(messages)
+    if out and isinstance(out[-1], UserMessage):
+        out[-1] = UserMessage([*out[-1].content, TextContent(reminder)])
+    else:
+        out.append(UserMessage(reminder))
+    return out
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
