@@ -1,4 +1,4 @@
-"""``ponder.demo``: how ``ponder demo`` picks its model, the calculator, the clock, the memory tools, the CLI.
+"""``ponder.demo``: how ``ponder demo`` picks its model, the calculator, the clock, the memory block, the CLI.
 
 No network and no model: the Ollama probe is a fake (or a tiny HTTP server on a free loopback port), and
 turns run on ``ScriptedModel``. The real local model in a real browser is ``tests/e2e/test_demo.py``.
@@ -234,68 +234,77 @@ async def host(tmp_path: Path) -> Any:
         yield agent_host
 
 
-async def test_memory_tools(host: AgentHost) -> None:
+async def test_the_memory_is_a_context_block(host: AgentHost) -> None:
     agent = await host.get_agent(demo_agent_class("test"), "memory")
-    assert await agent.render_memory() == ""
-    assert await agent.remember("  The user's   name is Ada ") == "Saved as note 1."
-    assert await agent.remember("the user's name is ada") == "Already saved as note 1."
-    assert await agent.remember("Likes green tea") == "Saved as note 2."
-    assert await agent.load_memory() == [
-        {"id": 1, "text": "The user's name is Ada"},
-        {"id": 2, "text": "Likes green tea"},
-    ]
-    prompt = await agent.get_system_prompt()
+    [block] = await agent.context.snapshot()
+    assert (block["label"], block["content"], block["max_tokens"], block["writable"]) == (
+        "memory",
+        "",
+        500,
+        True,
+    )
+    assert "set_context" in block["description"]
+    prompt = await agent.context.frozen_prompt()
     assert prompt.startswith(TOOLS_PROMPT)
-    assert prompt.endswith("(numbered):\n1. The user's name is Ada\n2. Likes green tea")
-    assert await agent.forget(1) == "Deleted note 1."
-    with pytest.raises(ValueError, match=r"there is no note 1 \(saved notes: 2\)"):
-        await agent.forget(1)
-    assert await agent.remember("Lives in Lisbon") == "Saved as note 3."  # numbers are never reused
-    with pytest.raises(ValueError, match="empty"):
-        await agent.remember("   ")
-    with pytest.raises(ValueError, match="at most 500"):
-        await agent.remember("x" * 501)
-    assert await agent.clear_memory() == "Deleted all notes (2)."
-    assert await agent.load_memory() == []
+    assert "MEMORY (Facts about the user" in prompt
 
-    # The memory is the agent's own and durable: another agent does not see it; a new instance does.
-    await agent.remember("Remember me")
+    await agent.context.set_block("memory", "The user's name is Ada")
+    await agent.context.set_block("memory", "Likes green tea", "append")
+    assert await agent.context.read("memory") == "The user's name is Ada\nLikes green tea"
+    assert "Ada" not in await agent.context.frozen_prompt()  # frozen: shown after a rebuild
+    assert "The user's name is Ada\nLikes green tea" in await agent.refresh_system_prompt()
+    assert await agent.clear_memory() == "Cleared the memory (2 lines)."
+    assert await agent.context.read("memory") == ""
+    assert await agent.storage.get("demo:memory") is None  # the old stop-gap's storage is gone
+    for gone in ("remember", "forget", "render_memory", "load_memory"):
+        assert not hasattr(agent, gone)
+
+    # The memory is the agent's own and durable: another agent does not see it.
+    await agent.context.set_block("memory", "Remember me")
     other = await host.get_agent(demo_agent_class("test"), "someone-else")
-    assert await other.load_memory() == []
+    assert await other.context.read("memory") == ""
 
 
 async def test_memory_survives_a_restart(tmp_path: Path) -> None:
     async with AgentHost(tmp_path / "store.sqlite3") as first:
         agent = await first.get_agent(demo_agent_class("test"), "ada")
-        await agent.remember("The user's name is Ada")
+        await agent.context.set_block("memory", "The user's name is Ada")
     async with AgentHost(tmp_path / "store.sqlite3") as second:
         agent = await second.get_agent(demo_agent_class("test"), "ada")
-        assert "1. The user's name is Ada" in await agent.get_system_prompt()
+        assert await agent.context.read("memory") == "The user's name is Ada"
+        assert "The user's name is Ada" in await agent.refresh_system_prompt()
 
 
-async def test_the_memory_is_full_at_fifty_notes(host: AgentHost) -> None:
+async def test_the_memory_is_full_at_500_tokens(host: AgentHost) -> None:
     agent = await host.get_agent(demo_agent_class("test"), "full")
-    for i in range(50):
-        await agent.remember(f"note {i}")
-    with pytest.raises(ValueError, match="memory is full"):
-        await agent.remember("one more")
+    with pytest.raises(ValueError, match="exceeds max_tokens"):
+        await agent.context.set_block("memory", "word " * 400)
+    assert await agent.context.read("memory") == ""
 
 
 async def test_tools_and_prompt_depend_on_the_model(host: AgentHost) -> None:
     chat_only = await host.get_agent(demo_agent_class("local"), "smol")
     assert await chat_only.get_tools() == {}
     assert await chat_only.get_system_prompt() == CHAT_PROMPT
-    await chat_only.remember("The user's name is Ada")  # saved by an earlier, tool-calling model
-    assert (await chat_only.get_system_prompt()).startswith(CHAT_PROMPT + "\n\n")
+    await chat_only.context.set_block("memory", "The user's name is Ada")  # by an earlier, tool-calling model
+    assert "The user's name is Ada" in await chat_only.refresh_system_prompt()
+    assert (await chat_only.refresh_system_prompt()).startswith(CHAT_PROMPT + "\n\n")
+    config = await chat_only.before_turn(None)  # type: ignore[arg-type]
+    assert config is not None and config.active_tools == []  # not even set_context
 
     assert demo_agent_class("local").search_tool is False  # Think's own search_history tool
     assert demo_agent_class("local:qwen2.5-coder-0.5b").search_tool is False
     assert demo_agent_class("openai:gpt-4.1-mini").search_tool is True
 
     tools = {t.name: t for t in await (await host.get_agent(demo_agent_class("test"), "t")).get_tools()}
-    assert list(tools) == ["current_time", "calculate", "remember", "forget", "clear_memory"]
+    assert list(tools) == ["current_time", "calculate", "set_context", "clear_memory"]
     assert [name for name, t in tools.items() if t.needs_approval] == ["clear_memory"]
-    assert tools["remember"].parameters["required"] == ["note"]
+    assert tools["set_context"].parameters["required"] == ["label", "content"]
+    assert tools["set_context"].validate({"label": "memory", "content": "x", "type": "object"}) == {
+        "label": "memory",
+        "content": "x",
+        "mode": "replace",
+    }
     assert tools["clear_memory"].parameters["properties"] == {}
 
 
@@ -303,7 +312,7 @@ async def test_small_local_models_get_steady_settings_and_answer_after_a_tool(ho
     local = await host.get_agent(demo_agent_class("local:qwen2.5-coder-0.5b"), "q")
     config = await local.before_turn(None)  # type: ignore[arg-type]
     assert config is not None and config.temperature == 0 and config.max_tokens == 400
-    assert config.active_tools == ["current_time", "calculate", "remember", "forget", "clear_memory"]
+    assert config.active_tools == ["current_time", "calculate", "set_context", "clear_memory"]
     tools = {t.name: t for t in await local.get_tools()}
     after_tool = [UserMessage("1+1?"), ToolMessage([ToolResult("c1", "calculate", 2)])]
     step = await local.before_step(StepContext("r", 1, "", after_tool, tools, ScriptedModel()))
@@ -325,10 +334,13 @@ class ScriptedDemo(DemoAgent):
 async def test_a_turn_that_remembers_then_a_turn_that_sees_it(host: AgentHost) -> None:
     ScriptedDemo.model = model = ScriptedModel(
         [
-            tool_call("remember", {"note": "The user's name is Ada", "type": "object"}),
+            tool_call(
+                "set_context", {"label": "memory", "content": "The user's name is Ada", "type": "object"}
+            ),
             "I'll remember that.",
             tool_call("calculate", {"expression": "6 * 7"}),
             "42, and hello Ada.",
+            "Hello again, Ada.",
             tool_call("clear_memory", {}),
         ]
     )
@@ -336,19 +348,27 @@ async def test_a_turn_that_remembers_then_a_turn_that_sees_it(host: AgentHost) -
     first = await agent.save_messages("Remember that my name is Ada.")
     assert first.status == "completed"
     parts = first.message["parts"]
-    remembered = next(p for p in parts if p["type"] == "tool-remember")
-    assert remembered["state"] == "output-available" and remembered["output"] == "Saved as note 1."
+    remembered = next(p for p in parts if p["type"] == "tool-set_context")
+    assert remembered["state"] == "output-available"
+    assert remembered["output"].startswith("Written to memory. Usage:")
+    assert await agent.context.read("memory") == "The user's name is Ada"
 
     second = await agent.save_messages("What is 6 times 7?")
     assert second.status == "completed"
-    assert "1. The user's name is Ada" in (model.requests[2].system or "")
+    # The prompt is frozen (provider caches keep hitting): the note is in the history, not yet the prompt.
+    assert "The user's name is Ada" not in (model.requests[2].system or "")
     calc = next(p for p in second.message["parts"] if p["type"] == "tool-calculate")
     assert calc["output"] == 42
 
-    third = await agent.save_messages("Forget everything.")
-    clear = next(p for p in third.message["parts"] if p["type"] == "tool-clear_memory")
+    await agent.clear_messages()  # a rebuild: the next conversation's prompt carries the memory
+    third = await agent.save_messages("Hello")
+    assert third.status == "completed"
+    assert "The user's name is Ada" in (model.requests[4].system or "")
+
+    fourth = await agent.save_messages("Forget everything.")
+    clear = next(p for p in fourth.message["parts"] if p["type"] == "tool-clear_memory")
     assert clear["state"] == "approval-requested"  # nothing deleted until the user approves
-    assert len(await agent.load_memory()) == 1
+    assert await agent.context.read("memory") == "The user's name is Ada"
 
 
 # -- the app and the command ----------------------------------------------------------------------------

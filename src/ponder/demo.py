@@ -2,7 +2,7 @@
 
 Why this module exists: the README's first command must end with something a person can talk to, on a
 machine with no account and no key. ``DemoAgent`` is a small ``Think`` agent that shows what ponder is (a
-durable conversation, a memory that outlives a restart, safe tools, a tool that waits for the user's
+durable conversation, a memory block that outlives a restart and shows live in the page, safe tools, a tool that waits for the user's
 approval) with a system prompt a 135M-parameter model can follow. ``choose_demo_model`` picks the best model
 the machine offers (a ``--model`` flag, an OpenAI or Anthropic key, a running Ollama, else the bundled
 ``"local"`` model) and says why, so the choice is never a surprise. See ``docs/demo.md``.
@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, ClassVar, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .context import ContextBlock, context_tools
 from .models import ModelClient
 from .think import StepConfig, StepContext, Think, Tool, TurnConfig, TurnContext
 
@@ -288,17 +289,21 @@ def current_time(timezone: str = "UTC") -> str:
 
 # -- the agent -----------------------------------------------------------------------------------------
 
-DEMO_TOOLS = ("current_time", "calculate", "remember", "forget", "clear_memory")
-MEMORY_KEY = "demo:memory"
-MAX_NOTES = 50
-MAX_NOTE_CHARS = 500
+DEMO_TOOLS = ("current_time", "calculate", "set_context", "clear_memory")
+MEMORY_LABEL = "memory"
+MEMORY_MAX_TOKENS = 500
+MEMORY_DESCRIPTION = (
+    "Facts about the user to keep for later chats. To add one, call set_context with "
+    'label "memory", mode "append" and one short sentence as content'
+)
 
 CHAT_PROMPT = """You are the assistant in the ponder demo. You are a small language model running on \
 this computer. Answer in a few short sentences. If you do not know something, say so."""
 
 TOOLS_PROMPT = """You are the assistant in the ponder demo. Answer in a few short sentences.
 Call a tool only when the user asks for the time, for a calculation, or to remember or forget something. \
-Otherwise just answer."""
+To remember something, call set_context with label "memory" and mode "append"; to forget something, \
+call it with mode "replace" and the memory without it. Otherwise just answer."""
 
 _SCHEMA_KEYWORDS = frozenset(
     {"type", "properties", "required", "additionalProperties", "description", "title", "$schema", "$defs"}
@@ -323,11 +328,13 @@ CURRENT_TIME = _ForgivingTool(current_time, idempotent=True)
 
 
 class DemoAgent(Think):
-    """What ``ponder demo`` serves: a memory, two safe tools and one tool that needs approval.
+    """What ``ponder demo`` serves: a memory block, two safe tools and one tool that needs approval.
 
     The model is ``demo_model`` (``ponder demo`` sets it through :func:`demo_agent_class`); when it is
     ``None``, ``choose_demo_model`` picks one from the environment on first use. Models that cannot call
-    tools (``"local"``, SmolLM2) get no tools and a chat-only prompt; the memory is shown either way.
+    tools (``"local"``, SmolLM2) get no tools and a chat-only prompt; the memory block is in the prompt
+    either way. The memory is a context block (``configure_context``): the model writes it with
+    ``set_context``, the web page's Memory panel shows it live.
     """
 
     ui_title: ClassVar[str] = "ponder demo"
@@ -342,30 +349,35 @@ class DemoAgent(Think):
         return model
 
     async def get_system_prompt(self) -> str:
-        base = TOOLS_PROMPT if model_calls_tools(await self.get_model()) else CHAT_PROMPT
-        memory = await self.render_memory()
-        return f"{base}\n\n{memory}" if memory else base
+        return TOOLS_PROMPT if model_calls_tools(await self.get_model()) else CHAT_PROMPT
+
+    def configure_context(self) -> list[ContextBlock]:
+        return [ContextBlock(MEMORY_LABEL, description=MEMORY_DESCRIPTION, max_tokens=MEMORY_MAX_TOKENS)]
 
     async def get_tools(self) -> Any:
         if not model_calls_tools(await self.get_model()):
             return {}
         tools: list[Tool] | None = self.__dict__.get("_demo_tools")
         if tools is None:
+            # The block tools (set_context) again, forgiving: a 0.5B model copies schema words into them too.
+            block_tools = [_ForgivingTool(t.fn) for t in context_tools(self.context)]
             tools = self.__dict__["_demo_tools"] = [
                 CURRENT_TIME,
                 CALCULATE,
-                _ForgivingTool(self.remember),
-                _ForgivingTool(self.forget),
+                *block_tools,
                 _ForgivingTool(self.clear_memory, needs_approval=True),
             ]
         return tools
 
     async def before_turn(self, ctx: TurnContext) -> TurnConfig | None:
-        if _local_spec_or_none(await self.get_model()) is not None:
+        spec = _local_spec_or_none(await self.get_model())
+        if spec is not None:
             # Small local models: steady answers (docs/local-model.md recommends 0 for tool calls) and a
             # bounded length, so a rambling 135M model cannot run for minutes.
-            # Only the demo's own tools: every extra tool description confuses a 0.5B model.
-            return TurnConfig(temperature=0, max_tokens=400, active_tools=list(DEMO_TOOLS))
+            # Only the demo's own tools: every extra tool description confuses a 0.5B model; none at all
+            # for a model that cannot call tools (the block tools would otherwise still be offered).
+            active = list(DEMO_TOOLS) if spec.supports_tools else []
+            return TurnConfig(temperature=0, max_tokens=400, active_tools=active)
         return None
 
     async def before_step(self, ctx: StepContext) -> StepConfig | None:
@@ -376,66 +388,12 @@ class DemoAgent(Think):
                 return StepConfig(tool_choice="none")
         return None
 
-    # -- memory ----------------------------------------------------------------------------------------
-    # The smallest honest memory: notes in the agent's own key-value storage, shown in the system prompt.
-    # Context blocks (issue 7) will replace ``render_memory`` and the storage below.
-
-    async def load_memory(self) -> list[dict[str, Any]]:
-        """The saved notes, oldest first: ``[{"id": 1, "text": "..."}, ...]``."""
-        notes = await self.storage.get(MEMORY_KEY, [])
-        return notes if isinstance(notes, list) else []
-
-    async def render_memory(self) -> str:
-        """The memory as it appears in the system prompt (``""`` when there is nothing to show)."""
-        notes = await self.load_memory()
-        if not notes:
-            return ""
-        lines = "\n".join(f"{note['id']}. {note['text']}" for note in notes)
-        return f"Notes you saved about the user (numbered):\n{lines}"
-
-    async def remember(self, note: str) -> str:
-        """Save a short note about the user or the conversation, to remember it in every later chat.
-
-        Args:
-            note: The fact to remember, e.g. "The user's name is Ada".
-        """
-        text = " ".join(note.split())
-        if not text:
-            raise ValueError("the note is empty")
-        if len(text) > MAX_NOTE_CHARS:
-            raise ValueError(f"a note is at most {MAX_NOTE_CHARS} characters")
-        async with self.storage.transaction():
-            notes = await self.load_memory()
-            same = next((n for n in notes if n["text"].casefold() == text.casefold()), None)
-            if same is not None:
-                return f"Already saved as note {same['id']}."
-            if len(notes) >= MAX_NOTES:
-                raise ValueError(f"the memory is full ({MAX_NOTES} notes); forget one first")
-            number = max((n["id"] for n in notes), default=0) + 1
-            await self.storage.put(MEMORY_KEY, [*notes, {"id": number, "text": text}])
-        return f"Saved as note {number}."
-
-    async def forget(self, number: int) -> str:
-        """Delete one saved note.
-
-        Args:
-            number: The note's number, as shown in the list of saved notes.
-        """
-        async with self.storage.transaction():
-            notes = await self.load_memory()
-            kept = [n for n in notes if n["id"] != number]
-            if len(kept) == len(notes):
-                known = ", ".join(str(n["id"]) for n in notes) or "none"
-                raise ValueError(f"there is no note {number} (saved notes: {known})")
-            await self.storage.put(MEMORY_KEY, kept)
-        return f"Deleted note {number}."
-
     async def clear_memory(self) -> str:
-        """Delete every saved note. The user is asked to approve this first."""
-        async with self.storage.transaction():
-            notes = await self.load_memory()
-            await self.storage.delete(MEMORY_KEY)
-        return f"Deleted all notes ({len(notes)})."
+        """Delete everything in the memory. The user is asked to approve this first."""
+        before = await self.context.read(MEMORY_LABEL)
+        await self.context.set_block(MEMORY_LABEL, "")
+        lines = len([line for line in before.splitlines() if line.strip()])
+        return f"Cleared the memory ({lines} {'line' if lines == 1 else 'lines'})."
 
 
 def _local_spec_or_none(model: str | ModelClient) -> Any:
@@ -449,7 +407,7 @@ def demo_agent_class(model: str) -> type[DemoAgent]:
     """``DemoAgent`` bound to ``model`` (same name and routes, ``/agents/demo-agent/<name>``).
 
     A local model also goes without ``Think``'s own ``search_history`` tool: SmolLM2 cannot call tools and
-    Qwen does best with only the demo's five.
+    Qwen does best with only the demo's four.
     """
     attrs = {"demo_model": model, "__module__": __name__, "search_tool": _local_spec_or_none(model) is None}
     return type("DemoAgent", (DemoAgent,), attrs)

@@ -22,14 +22,9 @@ or ended with the terminal message; no message id, tool call or marker is duplic
 a client saw settled is stored with the same output; every submission is in a final status; a
 reconnecting client's transcript equals ``get-messages`` and the stored rows. The counts are printed.
 
-KNOWN GAP (``test_kill_between_storing_a_request_and_its_turn``, a strict xfail): a WebSocket request's
-messages are stored (``Think._store_incoming``) before its turn's chat-turn fiber row exists (``run_fiber``
-in ``Think._run_queued``, after the turn reaches the head of the queue). A ``kill -9`` in between leaves
-a stored user message with no fiber, no stream and no submission row, so nothing recovers it and it is
-never answered. Recovery (``_recovery.py``) cannot tell such a message from one stored by
-``add_messages`` without a turn, so the fix belongs in ``_think.py`` (a durable intent written with the
-messages). The chaos run therefore kills "before streaming" only once the turn's ``start`` chunk shows its
-fiber exists; a kill that lands before the request is stored at all is answered by resending.
+A kill between storing a chat request's messages and the start of its turn
+(``test_kill_between_storing_a_request_and_its_turn``) is covered by the acceptance record Think writes
+before storing the messages (``Agent.record_fiber``): recovery retries it at the next wake.
 """
 
 from __future__ import annotations
@@ -433,11 +428,6 @@ async def test_chaos_kill9_across_turns(tmp_path: Path) -> None:
             chaos.server.terminate()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: a kill after a chat request's messages are stored but before its turn's fiber exists "
-    "leaves the user message unanswered (see the module docstring)",
-)
 async def test_kill_between_storing_a_request_and_its_turn(tmp_path: Path) -> None:
     chaos = Chaos(tmp_path)
     chaos.start()

@@ -29,7 +29,7 @@ from ponder.testing import ScriptedModel
 from ponder.think import Think
 from tests.support.server import REPO, ServerProcess
 
-from .apps.web_app import FINAL_ANSWER, REGENERATED_ANSWER, SLOW_ANSWER
+from .apps.web_app import FINAL_ANSWER, MEMORY_NOTE, REGENERATED_ANSWER, SLOW_ANSWER
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
@@ -473,6 +473,62 @@ def test_a_second_page_joins_a_running_answer(web_server: ServerProcess) -> None
             expect(page.locator("article.msg-assistant")).to_have_text(SLOW_ANSWER)
             idle(page, expect)
             expect(page.locator("article.msg")).to_have_count(2)
+    assert not errors, "\n".join(errors) + f"\n--- server log\n{web_server.log()}"
+
+
+@pytest.mark.slow
+def test_the_memory_panel_shows_the_blocks_live(web_server: ServerProcess) -> None:
+    """The Memory panel lists the agent's context blocks and follows a ``set_context`` write without a reload;
+    an agent without blocks has no Memory button."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    errors: list[str] = []
+    with chromium() as (browser, expect):
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        watch(page, errors)
+        page.goto(f"{web_server.base_url}/agents/memory-chat/room-{uuid.uuid4().hex[:8]}/ui")
+        expect(page.locator("body")).to_have_attribute("data-connection", "open")
+        page.get_by_role("button", name="Memory").click()
+        dialog = page.get_by_role("dialog", name="Memory")
+        expect(dialog).to_be_visible()
+        memory = dialog.locator('.mem-block[data-label="memory"]')
+        rules = dialog.locator('.mem-block[data-label="rules"]')
+        expect(memory.locator(".mem-desc")).to_have_text("Facts about the user")
+        expect(memory.locator(".mem-badge")).to_have_text("writable")
+        expect(memory.locator(".mem-content")).to_have_text("Empty")
+        expect(memory.locator(".mem-count")).to_have_text("0 / 100 tokens · 0%")
+        expect(rules.locator(".mem-badge")).to_have_text("read-only")
+        expect(rules.locator(".mem-content")).to_have_text("Be brief.")
+        dialog.get_by_role("button", name="Close memory").click()
+        expect(dialog).to_be_hidden()
+
+        # The model writes the block; the open panel follows without a reload.
+        page.get_by_role("button", name="Memory").click()
+        page.evaluate(
+            """() => document.querySelector('#composer textarea').value = 'Remember: green tea, short answers'"""
+        )
+        page.get_by_role("textbox", name="Message").dispatch_event("input")
+        page.evaluate("() => document.getElementById('composer').requestSubmit()")
+        expect(memory.locator(".mem-content")).to_have_text(MEMORY_NOTE)
+        expect(memory.locator("b")).to_have_count(0)  # text, never markup
+        count = memory.locator(".mem-count")
+        expect(count).not_to_have_text("0 / 100 tokens · 0%")
+        tokens = int(count.inner_text().split(" / ")[0])
+        assert tokens > 0
+        assert memory.locator(".mem-bar").get_attribute("aria-valuenow") == str(tokens)
+        width = memory.locator(".mem-fill").evaluate("n => n.style.width")
+        assert width == f"{tokens}%", width
+        page.screenshot(path=str(ARTIFACTS / "web-page-memory.png"), animations="disabled")
+        page.keyboard.press("Escape")
+        expect(dialog).to_be_hidden()
+        expect(page.locator("article.msg-assistant")).to_contain_text("Saved to memory.")
+
+        # An agent without blocks: no Memory button.
+        plain = browser.new_page()
+        watch(plain, errors)
+        plain.goto(f"{web_server.base_url}/agents/slow-chat/room-{uuid.uuid4().hex[:8]}/ui")
+        expect(plain.locator("body")).to_have_attribute("data-connection", "open")
+        expect(plain.locator("article.msg")).to_have_count(0)
+        expect(plain.locator("#memory-open")).to_be_hidden()
     assert not errors, "\n".join(errors) + f"\n--- server log\n{web_server.log()}"
 
 

@@ -93,3 +93,21 @@ async def test_failed_recovery_is_retried(store_url: str, monkeypatch: pytest.Mo
         assert await second.live_agents[0].storage.get("recovered") == [{"name": "job", "snapshot": 7}]
     finally:
         await second.close()
+
+
+async def test_recorded_fiber_is_recovered_until_forgotten(store_url: str) -> None:
+    async with AgentHost(store_url) as first:
+        agent = await first.get_agent(Worker, "w")
+        kept = await agent.record_fiber("queued", {"step": 0})
+        await agent.update_fiber(kept, {"step": 1})
+        dropped = await agent.record_fiber("started")
+        await agent.forget_fiber(dropped)
+    second = AgentHost(store_url, agents=[Worker])
+    second.recovered = asyncio.Event()  # type: ignore[attr-defined]
+    await second.start()
+    try:
+        await asyncio.wait_for(second.recovered.wait(), 5)  # type: ignore[attr-defined]
+        woken = second.live_agents[0]
+        assert await woken.storage.get("recovered") == [{"name": "queued", "snapshot": {"step": 1}}]
+    finally:
+        await second.close()

@@ -373,3 +373,57 @@ async def test_a_compaction_rebuilds_the_stored_prompt_before_any_next_turn(tmp_
         assert "remember me" in await agent.context.frozen_prompt()
     finally:
         await host.close()
+
+
+# -- blocks for clients: the get_context_blocks RPC and ponder_context_blocks frames ----------------------
+
+
+async def test_clients_get_the_blocks_on_connect_by_rpc_and_live_after_a_write(
+    host: Any, connect: Any
+) -> None:
+    model = ScriptedModel([write("The user likes green tea.", "w1"), "Noted."])
+    agent = await host.get_agent(memory_agent(model), "live")
+    client = await connect(agent)
+    first = await client.transport.wait_for(lambda f: f.get("type") == "ponder_context_blocks")
+    assert [(b["label"], b["content"], b["max_tokens"], b["writable"]) for b in first["blocks"]] == [
+        ("memory", "", 50, True)
+    ]
+    assert first["blocks"][0]["description"] == "Learned facts"
+
+    assert (await agent.run_turn("remember: I like green tea")).status == "completed"
+    written = await client.transport.wait_for(
+        lambda f: f.get("type") == "ponder_context_blocks" and f["blocks"][0]["content"] != ""
+    )
+    assert written["blocks"][0]["content"] == "The user likes green tea."
+    assert written["blocks"][0]["tokens"] > 0
+    frames = client.transport.of_type("ponder_context_blocks")
+    assert len(frames) == 2
+
+    await client.send({"type": "rpc", "id": "b1", "method": "get_context_blocks", "args": []})
+    answer = await client.transport.wait_for(lambda f: f.get("type") == "rpc" and f.get("id") == "b1")
+    assert answer["success"] is True
+    assert answer["result"] == frames[-1]["blocks"]
+
+    # A direct write (not through the tool) is broadcast too; a refused write sends nothing.
+    await agent.context.set_block("memory", "Tea: green.")
+    await client.transport.wait_for(
+        lambda f: f.get("type") == "ponder_context_blocks" and f["blocks"][0]["content"] == "Tea: green."
+    )
+    with pytest.raises(ValueError):
+        await agent.context.set_block("memory", "word " * 200)
+    await client.send({"type": "rpc", "id": "b2", "method": "get_context_blocks", "args": []})
+    await client.transport.wait_for(lambda f: f.get("type") == "rpc" and f.get("id") == "b2")
+    assert len(client.transport.of_type("ponder_context_blocks")) == 3
+
+
+async def test_an_agent_without_blocks_sends_no_block_frames(host: Any, connect: Any) -> None:
+    class Plain(Think):
+        def get_model(self) -> Any:
+            return ScriptedModel(["hi"])
+
+    agent = await host.get_agent(Plain, "plain")
+    client = await connect(agent)
+    await client.send({"type": "rpc", "id": "b1", "method": "get_context_blocks", "args": []})
+    answer = await client.transport.wait_for(lambda f: f.get("type") == "rpc" and f.get("id") == "b1")
+    assert answer["result"] == []
+    assert client.transport.of_type("ponder_context_blocks") == []

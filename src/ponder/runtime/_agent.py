@@ -470,6 +470,32 @@ class Agent:
                     "DELETE FROM ponder_fibers WHERE id = ? AND agent_id = ?", (fiber.id, self.id)
                 )
 
+    async def record_fiber(self, name: str, snapshot: Any = None) -> str:
+        """Durably record work that is accepted now but starts later (e.g. a queued turn).
+
+        Until :meth:`forget_fiber` removes it, the row is an interrupted fiber if the process dies:
+        ``on_fiber_recovered`` gets it at the next wake. Returns the row's id.
+        """
+        fiber_id = uuid.uuid4().hex
+        await self.host.store.execute(
+            "INSERT INTO ponder_fibers (id, agent_id, name, snapshot, created_at) VALUES (?, ?, ?, ?, ?)",
+            (fiber_id, self.id, name, dumps(snapshot), time.time()),
+        )
+        return fiber_id
+
+    async def update_fiber(self, fiber_id: str, snapshot: Any) -> None:
+        """Replace the snapshot of a row written by :meth:`record_fiber`."""
+        await self.host.store.execute(
+            "UPDATE ponder_fibers SET snapshot = ? WHERE id = ? AND agent_id = ?",
+            (dumps(snapshot), fiber_id, self.id),
+        )
+
+    async def forget_fiber(self, fiber_id: str) -> None:
+        """Remove a row written by :meth:`record_fiber` (the work started or will never run)."""
+        await self.host.store.execute(
+            "DELETE FROM ponder_fibers WHERE id = ? AND agent_id = ?", (fiber_id, self.id)
+        )
+
     async def stash(self, data: Any) -> None:
         """Replace the snapshot of the fiber running in the current task."""
         fiber = current_fiber.get()

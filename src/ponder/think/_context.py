@@ -24,6 +24,7 @@ from ..context import (
     merge_blocks,
 )
 from ..models import ModelMessage, TextContent, UserMessage
+from ..runtime import Connection, callable
 from ..tools import to_tools
 
 if TYPE_CHECKING:
@@ -33,9 +34,36 @@ if TYPE_CHECKING:
 else:
     _Base = object
 
-__all__ = ["ContextOverflowError", "PromptContext", "attach_reminder"]
+__all__ = ["CONTEXT_BLOCKS_FRAME", "ContextOverflowError", "PromptContext", "attach_reminder"]
 
 logger = logging.getLogger("ponder.think")
+
+#: The ponder-specific frame that carries the blocks to clients (stock clients ignore unknown types):
+#: ``{"type": "ponder_context_blocks", "blocks": [...snapshot...]}``.
+CONTEXT_BLOCKS_FRAME = "ponder_context_blocks"
+
+
+class _ThinkContext(Context):
+    """A :class:`Context` that tells its agent after every write (``set_block``, skill load and unload)."""
+
+    def __init__(self, *args: Any, on_change: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_change = on_change
+
+    async def set_block(self, *args: Any, **kwargs: Any) -> str:
+        result = await super().set_block(*args, **kwargs)
+        await self._on_change()
+        return result
+
+    async def load_skill(self, label: str, key: str) -> str:
+        result = await super().load_skill(label, key)
+        await self._on_change()
+        return result
+
+    async def unload_skill(self, label: str, key: str) -> str:
+        result = await super().unload_skill(label, key)
+        await self._on_change()
+        return result
 
 
 class ContextOverflowError(RuntimeError):
@@ -83,7 +111,9 @@ class PromptContext(_Base):
         declared = await _maybe_await(self.configure_context())
         blocks = merge_blocks(declared or [], self.session.context_blocks)
         base = await _maybe_await(self.get_system_prompt())
-        self._context = Context(self.host.store, self.id, blocks, base_prompt=base or "")
+        self._context = _ThinkContext(
+            self.host.store, self.id, blocks, base_prompt=base or "", on_change=self._broadcast_context_blocks
+        )
         self._config_store = ConfigStore(self.host.store, self.id)
         self._user_config = await self._config_store.get()
 
@@ -142,6 +172,44 @@ class PromptContext(_Base):
         self._context_stale = False
         if self._context is not None and self._context.blocks:
             await self._context.rebuild()
+
+    # -- blocks for clients (the web page's Memory panel) ----------------------------------------------
+
+    @callable
+    async def get_context_blocks(self) -> list[dict[str, Any]]:
+        """Every context block as it is now (``Context.snapshot()``: label, description, content, tokens,
+        max_tokens, writable, kind, when_changed); ``[]`` when the agent declares none."""
+        await self._ensure_loaded()
+        return await self.context.snapshot()
+
+    async def _context_blocks_frame(self) -> dict[str, Any] | None:
+        context = self._context
+        if context is None or not context.blocks:
+            return None
+        return {"type": CONTEXT_BLOCKS_FRAME, "blocks": await context.snapshot()}
+
+    async def _broadcast_context_blocks(self) -> None:
+        """After a block write: send every client the blocks as they are now (a failed read is logged, the
+        write itself stands)."""
+        if not self.connections:
+            return
+        try:
+            frame = await self._context_blocks_frame()
+        except Exception:
+            logger.exception("%r: could not read the context blocks for clients", self)
+            return
+        if frame is not None:
+            self.broadcast(frame)
+
+    async def _on_connected(self, connection: Connection) -> None:
+        await super()._on_connected(connection)
+        try:
+            frame = await self._context_blocks_frame()
+        except Exception:
+            logger.exception("%r: could not read the context blocks for a new client", self)
+            return
+        if frame is not None:
+            connection.send(frame)
 
     # -- config ---------------------------------------------------------------------------------------
 

@@ -255,6 +255,8 @@ class Recovery:
         await agent._ensure_loaded()
         snap: dict[str, Any] = ctx.snapshot if isinstance(ctx.snapshot, dict) else {}
         request_id = str(snap.get("request_id") or ctx.name[len(TURN_FIBER_PREFIX) :])
+        if snap.get("accepted") and not snap.get("stored"):
+            return  # the process died before the request's messages were stored: nothing was accepted
         store = agent.host.store
         newer = await store.fetch_one(
             "SELECT 1 AS x FROM ponder_fibers WHERE agent_id = ? AND name = ? AND created_at > ? AND id != ?",

@@ -405,6 +405,10 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
 
     async def _accept_request(self, request: ParsedChatRequest, spec: TurnSpec) -> None:
         """Persist the request's client tools, body and messages; complete ``spec``; mark it ready."""
+        # Accept before acknowledging: a durable record of the turn exists before its messages are
+        # stored, so a crash before the turn starts leaves a fiber that recovery retries.
+        accepted: dict[str, Any] = {"request_id": spec.request_id, "accepted": True, "body": request.body}
+        spec.accepted_fiber = await self.record_fiber(f"{CHAT_TURN_FIBER_PREFIX}{spec.request_id}", accepted)
         if request.client_tools is not None:
             await self._config.set("client_tools", request.client_tools or None)
         await self._config.set("body", request.body or None)
@@ -413,6 +417,17 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
         spec.parent_id = last if last is not None else self.session.active_leaf_id
         spec.message_ids = _trailing_user_ids(reconciled)
         spec.client_tools = self._config.get("client_tools")
+        await self.update_fiber(
+            spec.accepted_fiber,
+            {
+                **accepted,
+                "stored": True,
+                "parent_id": spec.parent_id,
+                "regenerate": request.regenerate,
+                "message_ids": spec.message_ids,
+                "client_tools": spec.client_tools,
+            },
+        )
         if (
             not request.regenerate
             and reconciled
@@ -481,7 +496,7 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
             if isinstance(spec, _SubmissionSpec):
                 await self._prepare_submission(spec)  # a submission's messages land only now
             result = await self.run_fiber(
-                f"{CHAT_TURN_FIBER_PREFIX}{spec.request_id}", lambda: self._run_turn(spec)
+                f"{CHAT_TURN_FIBER_PREFIX}{spec.request_id}", lambda: self._start_turn(spec)
             )
         except (_Skipped, _NotRunning):
             frame: dict[str, Any] = {"type": _RESPONSE, "id": spec.request_id, "body": "", "done": True}
@@ -493,6 +508,9 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
             self.broadcast(frame)
             return ChatResult(spec.request_id, "skipped", continuation=spec.continuation)
         finally:
+            if spec.accepted_fiber is not None:  # the turn's own fiber took over, or it will never run
+                await self.forget_fiber(spec.accepted_fiber)
+                spec.accepted_fiber = None
             if not slot.done():
                 slot.set_result(None)
             if self._queue_tail is slot:
@@ -507,6 +525,13 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
         except Exception:
             logger.exception("%r: on_chat_response raised", self)
         return result
+
+    async def _start_turn(self, spec: TurnSpec) -> ChatResult:
+        """Inside the turn's fiber: the acceptance record is no longer needed, then run the turn."""
+        if spec.accepted_fiber is not None:
+            await self.forget_fiber(spec.accepted_fiber)
+            spec.accepted_fiber = None
+        return await self._run_turn(spec)
 
     async def _check_runnable(self, spec: TurnSpec) -> None:
         """At the head of the queue: raise ``_Skipped`` for a turn that must not run (cleared, cancelled,

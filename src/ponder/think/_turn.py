@@ -99,6 +99,8 @@ class TurnSpec:
     admitted_at: float = 0.0
     #: Resolves True once the request's messages are stored, False if storing failed (the turn is dropped).
     ready: asyncio.Future[bool] | None = None
+    #: The fiber row that records the accepted request until the turn's own fiber starts.
+    accepted_fiber: str | None = None
     #: The turn has sent its first chunk.
     streamed: bool = False
     #: Scheduled by crash/stall recovery (same request id as the interrupted turn).

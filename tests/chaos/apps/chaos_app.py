@@ -87,8 +87,8 @@ class ChaosChat(Think):
         return [square, confirm]
 
     async def _check_runnable(self, spec: Any) -> None:
-        """Test double for the known gap: a request whose id starts with ``hold-`` waits 30 s after its
-        messages are stored and before its chat-turn fiber exists (the window a kill can hit)."""
-        if spec.request_id.startswith("hold-"):
+        """Test double: a request whose id starts with ``hold-`` waits 30 s after its messages are stored
+        and before its chat-turn fiber starts (the window a kill can hit); its recovered retry does not."""
+        if spec.request_id.startswith("hold-") and not spec.recovery:
             await asyncio.sleep(30)
         await super()._check_runnable(spec)

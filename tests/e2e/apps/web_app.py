@@ -6,12 +6,16 @@ The script, in call order: a first answer (reasoning, then Markdown text); a too
 approval; after the approval, the final answer of that turn; then a different answer for the
 regeneration of that turn. Any further call answers ``(end of script)``.
 
+``MemoryChat`` declares a ``memory`` context block; its first answer writes it with ``set_context`` (the
+page's Memory panel shows the write live).
+
 ``SlowChat`` answers every message with the same long text, one word every 50 ms, so a second page can
 join while it streams.
 """
 
 from __future__ import annotations
 
+from ponder import ContextBlock
 from ponder.testing import ScriptedModel, reasoning, reply, tool_call
 from ponder.think import Think, tool
 
@@ -58,3 +62,32 @@ class WebChat(Think):
 class SlowChat(Think):
     def get_model(self) -> ScriptedModel:
         return SLOW_MODEL
+
+
+MEMORY_NOTE = "The user likes <b>green</b> tea.\nPrefers short answers."
+MEMORY_MODEL = ScriptedModel(
+    [
+        reply("Noting that.", tool_call("set_context", {"label": "memory", "content": MEMORY_NOTE})),
+        "Saved to memory.",
+    ],
+    chunk_delay=0.02,
+    default="(end of script)",
+)
+
+
+class MemoryChat(Think):
+    def get_model(self) -> ScriptedModel:
+        return MEMORY_MODEL
+
+    def configure_context(self) -> list[ContextBlock]:
+        return [
+            ContextBlock("memory", description="Facts about the user", max_tokens=100),
+            ContextBlock("rules", provider=Rules()),
+        ]
+
+
+class Rules:
+    """A read-only block."""
+
+    def get(self) -> str:
+        return "Be brief."

@@ -26,6 +26,7 @@ const ICONS = {
   file: "M14 3H7a2 2 0 0 0-2 2v14a2 2 0 0 0 2 2h10a2 2 0 0 0 2-2V8zM14 3v5h5",
   search: "M11 18a7 7 0 1 0 0-14 7 7 0 0 0 0 14zM20 20l-4-4",
   close: "M6 6l12 12M18 6 6 18",
+  memory: "M4 6c0-1.7 3.6-3 8-3s8 1.3 8 3-3.6 3-8 3-8-1.3-8-3zM4 6v12c0 1.7 3.6 3 8 3s8-1.3 8-3V6M4 12c0 1.7 3.6 3 8 3s8-1.3 8-3",
   branch: "M7 4v10M7 14a3 3 0 1 0 0 6 3 3 0 0 0 0-6zM17 4a3 3 0 1 0 0 6 3 3 0 0 0 0-6zM17 10c0 4-10 2-10 6",
 };
 
@@ -513,6 +514,10 @@ function updateToBottom() {
 // -- events ---------------------------------------------------------------------------------------
 
 client.addEventListener("change", (event) => {
+  if (event.detail && event.detail.blocks) {
+    renderMemory();
+    return;
+  }
   if (event.detail && (event.detail.sent || event.detail.cleared)) stick = true;
   if (event.detail && event.detail.cleared) openState.clear();
   scheduleRender();
@@ -550,6 +555,13 @@ input.addEventListener("input", () => {
 stopButton.addEventListener("click", () => client.stop());
 document.addEventListener("keydown", (event) => {
   if (event.defaultPrevented) return;
+  if (!memoryBox.hidden) {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      closeMemory();
+    }
+    return;
+  }
   if (!searchBox.hidden) {
     if (event.key === "Escape") {
       event.preventDefault();
@@ -779,6 +791,84 @@ searchResults.addEventListener("keydown", (event) => {
   if (next < 0) searchInput.focus();
   else if (hits[next]) hits[next].focus();
 });
+
+// -- memory (the agent's context blocks: get_context_blocks over rpc, live ponder_context_blocks frames) ---
+
+const memoryBox = $("memory");
+const memoryOpen = $("memory-open");
+const memoryList = $("memory-blocks");
+let memoryReturn = null;
+
+function openMemory() {
+  if (!memoryBox.hidden || !client.blocks.length) return;
+  memoryReturn = document.activeElement;
+  memoryBox.hidden = false;
+  memoryOpen.setAttribute("aria-expanded", "true");
+  document.body.classList.add("searching");
+  renderMemory();
+  client.loadBlocks();
+  $("memory-close").focus();
+}
+
+function closeMemory() {
+  if (memoryBox.hidden) return;
+  memoryBox.hidden = true;
+  memoryOpen.setAttribute("aria-expanded", "false");
+  document.body.classList.remove("searching");
+  if (memoryReturn && memoryReturn.isConnected && memoryReturn !== document.body) memoryReturn.focus();
+  memoryReturn = null;
+}
+
+function memoryBlock(block) {
+  const item = el("li", "mem-block");
+  item.dataset.label = block.label;
+  const head = el("div", "mem-head");
+  head.append(el("span", "mem-label", block.label));
+  const writable = block.writable === true;
+  const kind = typeof block.kind === "string" ? block.kind : writable ? "writable" : "readonly";
+  const badge = el("span", `mem-badge mem-badge-${writable ? "writable" : "readonly"}`, writable ? "writable" : kind === "readonly" ? "read-only" : kind);
+  head.append(badge);
+  item.append(head);
+  if (block.description) item.append(el("p", "mem-desc", String(block.description)));
+  const tokens = Number(block.tokens) || 0;
+  const max = Number(block.max_tokens) || 0;
+  const usage = el("div", "mem-usage");
+  if (max > 0) {
+    const pct = Math.round((tokens / max) * 100);
+    const bar = el("div", "mem-bar");
+    bar.setAttribute("role", "meter");
+    bar.setAttribute("aria-label", `${block.label} usage`);
+    bar.setAttribute("aria-valuemin", "0");
+    bar.setAttribute("aria-valuemax", String(max));
+    bar.setAttribute("aria-valuenow", String(Math.min(tokens, max)));
+    const fill = el("div", "mem-fill");
+    fill.style.width = `${Math.min(100, pct)}%`;
+    if (pct >= 90) bar.classList.add("mem-bar-high");
+    bar.append(fill);
+    usage.append(bar, el("span", "mem-count", `${tokens} / ${max} tokens · ${pct}%`));
+  } else {
+    usage.append(el("span", "mem-count", `${tokens} tokens`));
+  }
+  item.append(usage);
+  const content = String(block.content || "");
+  item.append(content ? el("div", "mem-content", content) : el("div", "mem-content mem-empty", "Empty"));
+  return item;
+}
+
+function renderMemory() {
+  const blocks = client.blocks;
+  memoryOpen.hidden = blocks.length === 0;
+  if (!blocks.length) {
+    closeMemory();
+    memoryList.replaceChildren();
+    return;
+  }
+  memoryList.replaceChildren(...blocks.map(memoryBlock));
+}
+
+memoryOpen.addEventListener("click", openMemory);
+$("memory-close").addEventListener("click", closeMemory);
+$("memory-scrim").addEventListener("click", closeMemory);
 
 client.connect();
 render();

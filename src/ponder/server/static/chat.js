@@ -5,7 +5,8 @@
 // cf_agent_use_chat_request / cf_agent_chat_request_cancel / cf_agent_tool_approval / cf_agent_chat_clear
 // and applies cf_agent_chat_messages, cf_agent_use_chat_response, cf_agent_message_updated and
 // cf_agent_chat_clear. Branch switching and search are `rpc` frames to Think's @callable methods
-// (set_active_branch, search_messages).
+// (set_active_branch, search_messages, get_context_blocks); `ponder_context_blocks` frames carry the agent's
+// context blocks live after every write.
 
 const ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -298,6 +299,7 @@ export class ChatClient extends EventTarget {
     this.snapshots = 0; // transcripts received over the socket
     this.calls = new Map(); // rpc id -> {resolve, reject, timer}
     this.branchNotice = null; // {id, text}: why the last branch switch at message `id` failed
+    this.blocks = []; // the agent's context blocks (Think's get_context_blocks / ponder_context_blocks)
   }
 
   // -- state -------------------------------------------------------------------------------------
@@ -353,6 +355,7 @@ export class ChatClient extends EventTarget {
       this.attempt = 0;
       this.connection = "open";
       this.emit();
+      this.loadBlocks();
     });
     ws.addEventListener("message", (event) => {
       if (this.ws !== ws || typeof event.data !== "string") return;
@@ -446,6 +449,9 @@ export class ChatClient extends EventTarget {
         break;
       case "rpc":
         this.onRPC(frame);
+        break;
+      case "ponder_context_blocks":
+        if (Array.isArray(frame.blocks)) this.setBlocks(frame.blocks);
         break;
       default:
         break;
@@ -783,6 +789,21 @@ export class ChatClient extends EventTarget {
   /** Full-text search over every stored message (all branches): [{id, role, content}], best first. */
   search(query, limit = 20) {
     return this.call("search_messages", [query, limit]);
+  }
+
+  /** The agent's context blocks (label, description, content, tokens, max_tokens, writable, ...), once. */
+  async loadBlocks() {
+    try {
+      const blocks = await this.call("get_context_blocks", []);
+      if (Array.isArray(blocks)) this.setBlocks(blocks);
+    } catch {
+      // Not a Think agent, or the socket closed: the panel keeps what it had (a frame may still come).
+    }
+  }
+
+  setBlocks(blocks) {
+    this.blocks = blocks.filter((b) => b && typeof b === "object" && typeof b.label === "string");
+    this.emit({ blocks: true });
   }
 
   // -- rpc (Think's @callable methods) -------------------------------------------------------------
