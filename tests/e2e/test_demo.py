@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from ponder.demo import choose_demo_model, probe_ollama
+from tests.support.browser import chromium, watch
 from tests.support.server import REPO, free_port
 
 ARTIFACTS = REPO / "test-artifacts"
@@ -36,44 +37,6 @@ README = REPO / "README.md"
 STARTUP_TIMEOUT = 900.0
 ANSWER_TIMEOUT_MS = 180_000
 README_COMMAND = 'pip install -e ".[local]" && ponder demo'
-
-
-CHROMIUM = Path("/usr/bin/chromium")
-INSTALL_HINT = "run scripts/test, which installs Debian chromium and the dev extra (playwright)"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@contextlib.contextmanager
-def chromium() -> Iterator[tuple[Any, Any]]:
-    """``(browser, expect)``: Debian's Chromium driven by Playwright (as in ``test_web_page.py``)."""
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: {INSTALL_HINT}", pytrace=False)
-    try:
-        from playwright import sync_api
-    except ImportError:
-        pytest.fail(f"the playwright package is missing: {INSTALL_HINT}", pytrace=False)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser, sync_api.expect
-        finally:
-            browser.close()
-
-
-def watch(page: Any, errors: list[str]) -> None:
-    """Collect uncaught exceptions and console errors into ``errors``."""
-    page.set_default_timeout(30_000)
-    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
-    page.on("console", lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None)
 
 
 def readme_first_command() -> str:
@@ -187,7 +150,7 @@ def test_readme_demo_answers_in_chromium_with_the_local_model(tmp_path: Path) ->
         with chromium() as (browser, expect):
             context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="light")
             page = context.new_page()
-            watch(page, errors)
+            watch(page, errors, timeout_ms=30000)
             page.goto(f"{demo.base_url}/")
             expect(page).to_have_title(re.compile("ponder demo"))
             expect(page.locator("body")).to_have_attribute("data-connection", "open")

@@ -10,7 +10,6 @@ the search panel, phone 390x844 light and dark) land in ``test-artifacts/``.
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import re
@@ -27,24 +26,13 @@ from starlette.testclient import TestClient
 from ponder import Agent, App
 from ponder.testing import ScriptedModel
 from ponder.think import Think
+from tests.support.browser import chromium, watch
 from tests.support.server import REPO, ServerProcess
 
 from .apps.web_app import FINAL_ANSWER, MEMORY_NOTE, REGENERATED_ANSWER, SLOW_ANSWER
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
 WEB_APP = REPO / "tests" / "e2e" / "apps" / "web_app.py"
-INSTALL_HINT = "run scripts/test, which installs Debian chromium and the dev extra (playwright==1.65.2)"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 # -- the HTTP routes, in process ---------------------------------------------------------------------
 
@@ -188,35 +176,6 @@ def test_branches(client: TestClient) -> None:
 
 
 # -- the page in real Chromium -------------------------------------------------------------------------
-
-
-def _playwright() -> Any:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: {INSTALL_HINT}", pytrace=False)
-    try:
-        from playwright import sync_api
-    except ImportError:
-        pytest.fail(f"the playwright package is missing: {INSTALL_HINT}", pytrace=False)
-    return sync_api
-
-
-@contextlib.contextmanager
-def chromium() -> Iterator[tuple[Any, Any]]:
-    """``(browser, expect)``: Debian's Chromium driven by Playwright."""
-    sync_api = _playwright()
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser, sync_api.expect
-        finally:
-            browser.close()
-
-
-def watch(page: Any, errors: list[str]) -> None:
-    """Collect uncaught exceptions and console errors (a CSP violation is one) into ``errors``."""
-    page.set_default_timeout(15_000)
-    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
-    page.on("console", lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None)
 
 
 @pytest.fixture
