@@ -223,6 +223,57 @@ def test_client_disconnect_mid_stream_still_completes_and_persists(server: Serve
     assert text["state"] == "done" and text["text"].endswith("word149.")
 
 
+def _resume_client(server: ServerProcess, agent: str, room: str) -> ScenarioRun:
+    api = f"{server.base_url}/agents/{agent}/{room}/chat"
+    run = run_scenario(SCRIPT, "--api", api, "--resume", context=lambda: f"--- server log\n{server.log()}")
+    assert run.returncode == 0, run.report()
+    return run
+
+
+def test_a_second_ai_sdk_client_resumes_the_turn_in_progress(server: ServerProcess) -> None:
+    """``chat.resumeStream()`` (GET …/chat/<id>/stream) mid-turn: the client ends with the whole answer,
+    once, equal to what the server stores."""
+    room = f"resume-{uuid.uuid4().hex[:8]}"
+    body = json.dumps(
+        {
+            "id": "chat-1",
+            "trigger": "submit-message",
+            "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "talk"}]}],
+        }
+    )
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=20)
+    connection.request("POST", f"/agents/slow-chat/{room}/chat", body, {"content-type": "application/json"})
+    response = connection.getresponse()
+    assert response.status == 200
+    seen = b""
+    while b"text-delta" not in seen:  # the turn is streaming: the first client has text
+        seen += response.readline()
+    run = _resume_client(server, "slow-chat", room)
+    rest = response.read()  # the first client reads its stream to the end too
+    connection.close()
+    assert b"[DONE]" in rest
+    probes = [e for e in run.of("response") if e["url"].endswith("/chat/node-http-chat/stream")]
+    assert [p["status"] for p in probes] == [200]
+    assert probes[0]["headers"]["x-vercel-ai-ui-message-stream"] == "v1"
+    final = run.of("final")[-1]["messages"]
+    assert [m["role"] for m in final] == ["user", "assistant"]
+    text = "".join(p.get("text", "") for p in final[1]["parts"] if p["type"] == "text")
+    assert text == " ".join(f"word{i}" for i in range(150)) + "."
+    stored = _get_json(f"{server.base_url}/agents/slow-chat/{room}/get-messages")
+    assert _normalized(final) == _normalized(stored)
+    assert final[1]["id"] == stored[1]["id"]
+
+
+def test_the_resume_probe_answers_204_when_nothing_is_streaming(server: ServerProcess) -> None:
+    room = f"idle-{uuid.uuid4().hex[:8]}"
+    _run_client(server, room, "hello")
+    run = _resume_client(server, "script-chat", room)
+    probes = [e for e in run.of("response") if e["url"].endswith("/stream")]
+    assert [p["status"] for p in probes] == [204]
+    assert _normalized(run.of("final")[-1]["messages"]) == _normalized(run.of("initial")[-1]["messages"])
+    assert len(run.of("final")[-1]["messages"]) == 2
+
+
 def test_chat_route_rejects_other_methods(server: ServerProcess) -> None:
     request = urllib.request.Request(f"{server.base_url}/agents/script-chat/x/chat", method="GET")
     with pytest.raises(urllib.error.HTTPError) as excinfo:

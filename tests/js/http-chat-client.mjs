@@ -6,6 +6,9 @@
 // Sends each TEXT as one user message, waiting for the reply before the next. Options:
 //   --body JSON     extra body fields sent with every request (DefaultChatTransport's `body` option)
 //   --regenerate    after the messages, regenerate the last answer once
+//   --resume        send nothing: load the stored transcript (GET …/get-messages) as the chat's initial
+//                   messages, then `chat.resumeStream()` — the AI SDK's resume probe (GET …/chat/<id>/stream)
+//                   — and report what the client shows once the resumed stream ends (or got a 204)
 //
 // Output: one JSON object per line on stdout: {"event":"sent",...} per message, {"event":"finish",...}
 // with the assistant message the client assembled (AI SDK onFinish), {"event":"status",...} after each
@@ -24,7 +27,8 @@ const texts = argv.filter((a, i) => !a.startsWith("--") && !valued.has(argv[i - 
 const api = opt("api");
 const extraBody = JSON.parse(opt("body", "{}"));
 const totalMs = Number(opt("timeout-ms", "20000"));
-if (!api || texts.length === 0) {
+const resume = argv.includes("--resume");
+if (!api || (texts.length === 0 && !resume)) {
   console.error("usage: node http-chat-client.mjs --api URL TEXT...");
   process.exit(64);
 }
@@ -72,14 +76,27 @@ class NodeChat extends AbstractChat {
   }
 }
 
+let initialMessages = [];
+if (resume) {
+  const stored = await realFetch(api.replace(/\/chat$/, "/get-messages"));
+  initialMessages = await stored.json();
+  emit("initial", { messages: initialMessages });
+}
+
 const chat = new NodeChat({
   id: "node-http-chat",
+  messages: initialMessages,
   transport: new DefaultChatTransport({ api, body: extraBody, fetch: recordingFetch }),
   onError: (err) => emit("chat-error", { message: err.message }),
   onFinish: ({ message }) => emit("finish", { message }),
 });
 
 try {
+  if (resume) {
+    emit("sent", { resume: true });
+    await chat.resumeStream();
+    emit("status", { status: chat.status, error: chat.error?.message ?? null });
+  }
   for (const text of texts) {
     emit("sent", { text });
     await chat.sendMessage({ text });

@@ -276,6 +276,21 @@ async def test_usage_counts_words() -> None:
     assert events[-2] == Usage(input_tokens=2 + 3 + 1 + 2, output_tokens=2)
 
 
+async def test_usage_counts_words_of_requests_that_share_most_messages() -> None:
+    """Turns resend the same message objects; a message replaced anywhere (a truncated older message, a
+    rewritten tool result) must still be counted afresh."""
+    history = [UserMessage(f"word{i} extra") if i % 2 == 0 else AssistantMessage("one") for i in range(1_000)]
+    first = await run(ScriptedModel(["a"]), ModelRequest(messages=history))
+    assert first[-2] == Usage(input_tokens=500 * 2 + 500 * 1, output_tokens=1)
+    grown = [*history, UserMessage("three more words")]
+    assert (await run(ScriptedModel(["a"]), ModelRequest(messages=grown)))[-2].input_tokens == 1_503
+    changed = list(grown)
+    changed[700] = UserMessage("now four words here")  # was two words, at an index past the first blocks
+    assert (await run(ScriptedModel(["a"]), ModelRequest(messages=changed)))[-2].input_tokens == 1_505
+    shorter = changed[:10]
+    assert (await run(ScriptedModel(["a"]), ModelRequest(messages=shorter)))[-2].input_tokens == 15
+
+
 async def test_aclose_midway() -> None:
     stream = ScriptedModel(["a b c d"]).stream(ask())
     assert await anext(stream) == TextDelta("a ")

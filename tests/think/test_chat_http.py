@@ -49,11 +49,18 @@ class Response:
 
 
 async def call(
-    app: App, method: str, path: str, body: bytes = b"", *, hang_up_after: str | None = None
+    app: App,
+    method: str,
+    path: str,
+    body: bytes = b"",
+    *,
+    hang_up_after: str | None = None,
+    started: asyncio.Event | None = None,
 ) -> Response:
     """One HTTP request through the ASGI app (spec 2.3, as uvicorn speaks it).
 
-    With ``hang_up_after``, the client disconnects as soon as a body chunk containing that text arrived.
+    With ``hang_up_after``, the client disconnects as soon as a body chunk containing that text arrived;
+    ``started`` is set when the response's status line arrives.
     """
     response = Response()
     gone = asyncio.Event()
@@ -73,6 +80,8 @@ async def call(
         if message["type"] == "http.response.start":
             response.status = message["status"]
             response.headers = {k.decode(): v.decode() for k, v in message["headers"]}
+            if started is not None:
+                started.set()
         elif message["type"] == "http.response.body":
             response.body += message.get("body", b"")
             if hang_up_after is not None and hang_up_after.encode() in message.get("body", b""):
@@ -353,3 +362,42 @@ async def test_ai_sdk_client_tool_flow_continues_the_assistant_message(served: A
     assert final["parts"][-1]["text"] == "You are in Faro."
     (result,) = [r for m in model.requests[1].messages if hasattr(m, "results") for r in m.results]
     assert result.output == {"city": "Faro"}
+
+
+async def test_resume_probe_replays_then_follows_the_running_turn_to_its_end(served: Any) -> None:
+    """The resumed stream has exactly the chunks the original request got, including a cancellation's
+    ``abort`` ending, even when it joined mid-turn."""
+    app, cls = served(ScriptedModel([" ".join(f"w{i}" for i in range(200))], chunk_delay=0.005))
+    watcher = await watch(app, cls, "room")
+    original = asyncio.ensure_future(call(app, "POST", "/agents/http-chat/room/chat", body(user("go", "u1"))))
+    await watcher.transport.wait_for(lambda f: '"delta":"w20' in f.get("body", ""))
+    resumed = asyncio.ensure_future(call(app, "GET", "/agents/http-chat/room/chat/chat-1/stream"))
+    frame = await watcher.transport.wait_for(lambda f: '"delta":"w60' in f.get("body", ""))
+    await watcher.send({"type": "cf_agent_chat_request_cancel", "id": frame["id"]})
+    first, second = await original, await resumed
+    assert second.status == 200 and second.headers["x-vercel-ai-ui-message-stream"] == "v1"
+    assert second.events == first.events
+    assert second.events[-2:] == [{"type": "abort"}, "[DONE]"]
+    assert second.events[0]["type"] == "start"
+
+
+async def test_resume_probe_of_a_failed_turn_ends_with_its_error(served: Any) -> None:
+    gate = asyncio.Event()
+
+    async def fails(request: Any) -> Any:
+        await gate.wait()
+        return reply("partial", error("provider down"))
+
+    app, cls = served(ScriptedModel([fails]))
+    watcher = await watch(app, cls, "room")
+    original = asyncio.ensure_future(call(app, "POST", "/agents/http-chat/room/chat", body(user("go", "u1"))))
+    await watcher.transport.wait_for(lambda f: '"start-step"' in f.get("body", ""))
+    subscribed = asyncio.Event()
+    resumed = asyncio.ensure_future(
+        call(app, "GET", "/agents/http-chat/room/chat/chat-1/stream", started=subscribed)
+    )
+    await subscribed.wait()  # the probe answered 200: it is following the turn
+    gate.set()
+    first, second = await original, await resumed
+    assert second.events == first.events
+    assert second.events[-2:] == [{"type": "error", "errorText": "provider down"}, "[DONE]"]

@@ -427,3 +427,57 @@ async def test_an_agent_without_blocks_sends_no_block_frames(host: Any, connect:
     answer = await client.transport.wait_for(lambda f: f.get("type") == "rpc" and f.get("id") == "b1")
     assert answer["result"] == []
     assert client.transport.of_type("ponder_context_blocks") == []
+
+
+# -- skills beyond the hydrated window --------------------------------------------------------------------
+
+
+class PdfSkill:
+    def get(self) -> str:
+        return "- pdf: read PDF files"
+
+    def load(self, key: str) -> str | None:
+        return "PDF-SKILL-BODY" if key == "pdf" else None
+
+
+async def test_skills_loaded_outside_the_hydrated_window_are_restored_and_unloaded(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'window.sqlite3'}"
+    model = ScriptedModel([tool_call("load_context", {"label": "skills", "key": "pdf"}, id="l1"), "Loaded."])
+
+    class Windowed(Think):
+        hydration_byte_budget = 20_000
+
+        def get_model(self) -> Any:
+            return model
+
+        def configure_context(self) -> list[ContextBlock]:
+            return [ContextBlock("skills", provider=PdfSkill())]
+
+    host = await started(url)
+    try:
+        agent = await host.get_agent(Windowed, "w")
+        assert (await agent.run_turn("load the pdf skill")).status == "completed"
+        loaded_in = agent.messages[-1]["id"]
+        await agent.add_messages(long_pairs(12, words=400), broadcast=False)
+    finally:
+        await host.close()
+
+    host = await started(url)
+    try:
+        agent = await host.get_agent(Windowed, "w")
+        assert agent.session.hydration.truncated
+        assert loaded_in not in [m["id"] for m in agent.messages]
+        assert agent.context.loaded_skills("skills") == ["pdf"]
+        assert await agent.context.unload_skill("skills", "pdf") == "[skill unloaded: pdf]"
+        stored = await agent.session.get_message(loaded_in)
+        assert stored is not None
+        outputs = [p["output"] for p in stored["parts"] if p.get("type") == "tool-load_context"]
+        assert outputs == ["[skill unloaded: pdf]"]
+    finally:
+        await host.close()
+    host = await started(url)
+    try:
+        agent = await host.get_agent(Windowed, "w")
+        assert agent.context.loaded_skills("skills") == []
+    finally:
+        await host.close()

@@ -205,3 +205,25 @@ async def test_a_40_mib_history_wakes_with_a_windowed_view_and_the_next_turn_wor
 
 def _answer(message_id: str, text: str) -> dict[str, Any]:
     return {"id": message_id, "role": "assistant", "parts": [{"type": "text", "text": text}]}
+
+
+async def test_eviction_frees_the_message_index_and_the_next_wake_reads_it_back(tmp_path: Path) -> None:
+    model = ScriptedModel(["First answer.", "Second answer."])
+    cls = type("Evicted", (Think,), {"get_model": lambda self: model})
+    async with AgentHost(f"sqlite:///{tmp_path / 'e.sqlite3'}") as host:
+        agent = await host.get_agent(cls, "e")
+        await agent.save_messages("one")
+        before = agent.messages
+        host.idle_timeout = 0.0
+        assert host.evict_idle() == 1
+        # The evicted instance no longer holds the transcript in memory...
+        assert len(agent.session) == 0 and agent.session.active_messages() == []
+        # ...and a new instance is built from the store, with the same transcript, and goes on from it.
+        host.idle_timeout = 60.0
+        again = await host.get_agent(cls, "e")
+        assert again is not agent and again.messages == before
+        await again.save_messages("two")
+        assert [m["role"] for m in again.messages] == ["user", "assistant", "user", "assistant"]
+        # An evicted instance someone kept reloads from the store on its next async use instead of failing.
+        assert await agent.search_messages("two")
+        assert [m["role"] for m in agent.messages] == ["user", "assistant"] * 2

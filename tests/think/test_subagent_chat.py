@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from ponder import AgentHost
-from ponder.testing import ScriptedModel, error
+from ponder.testing import ScriptedModel, error, reply, stall
 from ponder.think import ChatResult, Think
 
 from .conftest import FakeTransport
@@ -57,8 +57,8 @@ class Recorder:
         self.calls.append("interrupted")
 
 
-def helper(model: Any) -> type[Helper]:
-    return type("Helper", (Helper,), {"model": model})
+def helper(model: Any, **attrs: Any) -> type[Helper]:
+    return type("Helper", (Helper,), {"model": model, **attrs})
 
 
 async def test_parent_streams_a_child_turn(host: AgentHost) -> None:
@@ -172,3 +172,31 @@ async def test_a_tool_of_the_parent_chats_with_its_child(host: AgentHost) -> Non
     assert result.status == "completed"
     tool_part = next(p for p in result.message["parts"] if p["type"] == "tool-research")  # type: ignore[index]
     assert tool_part["output"] == "research result"
+
+
+async def test_child_stall_interrupts_the_parent_call_and_the_child_recovers(host: AgentHost) -> None:
+    parent = await host.get_agent(Parent, "p")
+    model = ScriptedModel([reply("The tide", stall(10), "never"), " turns at six."])
+    child = await parent.sub_agent(helper(model, chat_stream_stall_timeout=0.2), "c")
+    transport = FakeTransport()
+    from ponder.runtime import Connection
+
+    await child._accept_connection(Connection("watch", transport))
+    recorder = Recorder()
+    result = await child.chat("when is the tide?", recorder)
+    # The parent is told the call was interrupted, not that it finished or failed.
+    assert recorder.calls == ["start", "event", "interrupted"]
+    assert recorder.done is None and recorder.error is None
+    assert result.status == "recovering" and result.message is not None
+    await child.wait_until_idle()
+    # The recovered answer lands in the child's transcript, in the same message.
+    assert [m["role"] for m in child.messages] == ["user", "assistant"]
+    answer = child.messages[-1]
+    assert answer["id"] == result.message["id"]
+    assert (
+        "".join(p.get("text", "") for p in answer["parts"] if p["type"] == "text") == "The tide turns at six."
+    )
+    assert parent.messages == []
+    # The child's own clients saw the turn end as recovering, then the continuation complete.
+    outcomes = [f.get("outcome") for f in transport.responses(result.request_id) if f.get("done")]
+    assert outcomes == ["recovering", "completed"]

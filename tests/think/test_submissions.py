@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ponder import AgentHost
-from ponder.testing import ScriptedModel, error
+from ponder.testing import ScriptedModel, error, reply, stall
 from ponder.think import SubmissionConflictError, SubmissionInspection, Think
 
 from .conftest import user
@@ -55,6 +55,26 @@ async def test_accept_then_drain_completes(host: AgentHost) -> None:
     assert done.started_at is not None and done.completed_at is not None
     assert [s for _, s in statuses] == ["pending", "running", "completed"]
     assert texts(agent) == [("user", "hi"), ("assistant", "Hello.")]
+
+
+async def test_a_stalled_submission_stays_running_until_its_recovery_finishes_it(host: AgentHost) -> None:
+    statuses: list[str] = []
+
+    class Hooked(Submitter):
+        async def on_submission_status(self, s: SubmissionInspection) -> None:
+            statuses.append(s.status)
+
+    model = ScriptedModel([reply("Hello", stall(10), "never"), " world."])
+    cls = type("Hooked", (Hooked,), {"model": model, "chat_stream_stall_timeout": 0.2})
+    agent = await host.get_agent(cls, "a")
+    sub = await agent.submit_messages("hi")
+    done = await agent.wait_for_submission(sub.submission_id, timeout=10)
+    # Not finished by the stalled attempt (its status "recovering" is not a submission status): the
+    # continuation that completed the answer finished the submission, with the answer's id.
+    assert done is not None and done.status == "completed", done
+    assert texts(agent) == [("user", "hi"), ("assistant", "Hello world.")]
+    assert done.message_id == agent.messages[-1]["id"]
+    assert statuses == ["pending", "running", "completed"]
 
 
 async def test_two_hundred_concurrent_same_key(host: AgentHost) -> None:

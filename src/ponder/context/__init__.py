@@ -4,7 +4,8 @@ Blocks (:class:`ContextBlock`) are declared in prompt order; each has a provider
 model may do with it (read-only, writable memory, skill-like, searchable). :class:`Context` renders the base
 prompt and the blocks once, persists the exact string, and reuses it byte for byte until ``rebuild()``;
 ``when_changed="remind"`` blocks reach the model as a reminder instead. :func:`context_tools` generates
-``set_context`` / ``load_context`` / ``unload_context`` / ``search_context``. Also here: the per-agent
+``set_context`` / ``load_context`` / ``unload_context`` / ``search_context``; :func:`loaded_skills_in_history`
+and :func:`reclaim_skill_result` keep loaded skills in step with the transcript. Also here: the per-agent
 :class:`ConfigStore` and context-window overflow handling (:func:`default_context_overflow_classifier`,
 :class:`ContextOverflowPolicy`). See ``docs/context.md``.
 """
@@ -24,7 +25,7 @@ from ._blocks import (
     merge_blocks,
 )
 from ._config import ConfigError, ConfigStore
-from ._context import REMINDER_PREAMBLE, Context, StoredBlockProvider, entry_key
+from ._context import REMINDER_PREAMBLE, Context, StoredBlockProvider, UnloadCallback, entry_key
 from ._overflow import (
     ContextOverflowPolicy,
     ProactiveOverflowPolicy,
@@ -33,12 +34,19 @@ from ._overflow import (
 )
 from ._render import RULE, BlockState, render_section, render_system_prompt, usage_text
 from ._schema import CONTEXT_MIGRATIONS
+from ._skills import (
+    SKILL_UNLOADED_PREFIX,
+    loaded_skills_in_history,
+    reclaim_skill_result,
+    skill_unloaded_marker,
+)
 from ._tools import context_tools
 
 __all__ = [
     "CONTEXT_MIGRATIONS",
     "REMINDER_PREAMBLE",
     "RULE",
+    "SKILL_UNLOADED_PREFIX",
     "BlockKind",
     "BlockState",
     "ConfigError",
@@ -52,6 +60,7 @@ __all__ = [
     "SearchableContextProvider",
     "SkillContextProvider",
     "StoredBlockProvider",
+    "UnloadCallback",
     "WhenChanged",
     "WritableContextProvider",
     "block_kind",
@@ -60,8 +69,11 @@ __all__ = [
     "default_context_overflow_classifier",
     "entry_key",
     "estimate_tokens",
+    "loaded_skills_in_history",
     "merge_blocks",
+    "reclaim_skill_result",
     "render_section",
     "render_system_prompt",
+    "skill_unloaded_marker",
     "usage_text",
 ]

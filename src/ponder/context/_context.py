@@ -14,20 +14,25 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from ..storage import Store
 from ._blocks import ContextBlock, ContextBlockError, block_kind, estimate_tokens, maybe_await, merge_blocks
 from ._render import BlockState, render_section, render_system_prompt, usage_text
+from ._skills import skill_unloaded_marker
 
-__all__ = ["REMINDER_PREAMBLE", "Context", "StoredBlockProvider", "entry_key"]
+__all__ = ["REMINDER_PREAMBLE", "Context", "StoredBlockProvider", "UnloadCallback", "entry_key"]
 
 REMINDER_PREAMBLE = (
     "These context blocks changed after the system prompt was written. "
     "Their current values below replace the ones in the system prompt."
 )
 _SEARCH_LIMIT = 10
+
+#: ``fn(label, key)`` (sync or async), called on every unload to rewrite the skill's earlier ``load_context``
+#: result in the owner's transcript (see :meth:`Context.set_unload_callback`).
+UnloadCallback = Callable[[str, str], Awaitable[None] | None]
 
 
 class StoredBlockProvider:
@@ -114,6 +119,7 @@ class Context:
         self._initialised: set[str] = set()
         self._frozen: str | None = None
         self._loaded_skills: dict[str, list[str]] = {}
+        self._on_unload: UnloadCallback | None = None
         for block in blocks:
             self.add_block(block)
 
@@ -157,6 +163,7 @@ class Context:
         """Forget a block (the frozen prompt keeps it until the next ``rebuild()``)."""
         self._providers.pop(label, None)
         self._initialised.discard(label)
+        self._loaded_skills.pop(label, None)
         return self._blocks.pop(label, None) is not None
 
     async def _provider(self, label: str) -> Any:
@@ -250,22 +257,54 @@ class Context:
         return str(content)
 
     async def unload_skill(self, label: str, key: str) -> str:
-        """Unload an entry: the provider's ``unload(key)`` runs when it has one; returns the marker text."""
+        """Unload a loaded entry; returns the marker text ``[skill unloaded: <key>]``.
+
+        The unload callback runs first (it rewrites the earlier ``load_context`` result in the transcript, so
+        the text stops reaching the model), then the provider's ``unload(key)`` when it has one. Refused
+        (``ContextBlockError``, nothing changes) when the key is not loaded — after a restart the owner restores
+        the loaded set from the transcript (:meth:`restore_loaded_skills`) so skills loaded before it count.
+        """
         block = self.get_block(label)
         if block.kind != "skill":
             raise ContextBlockError(f'Block "{label}" has nothing to unload (it is {block.kind}).')
+        loaded = self._loaded_skills.get(label, [])
+        if key not in loaded:
+            listed = ", ".join(loaded) or "none"
+            raise ContextBlockError(f'"{key}" is not loaded in {label} (loaded: {listed}).')
+        if self._on_unload is not None:
+            await maybe_await(self._on_unload(label, key))
         provider = await self._provider(label)
         unload = getattr(provider, "unload", None)
         if callable(unload):
             await maybe_await(unload(key))
-        loaded = self._loaded_skills.get(label, [])
         if key in loaded:
             loaded.remove(key)
-        return f"[skill unloaded: {key}]"
+        return skill_unloaded_marker(key)
+
+    def set_unload_callback(self, callback: UnloadCallback | None) -> None:
+        """Call ``callback(label, key)`` on every unload (before the provider's ``unload``): the owner of the
+        transcript rewrites the skill's ``load_context`` result there (``reclaim_skill_result``)."""
+        self._on_unload = callback
 
     def loaded_skills(self, label: str) -> list[str]:
-        """Keys loaded in this process (the owner rebuilds this after a restart by scanning history)."""
+        """The keys of ``label`` loaded now, in load order."""
         return list(self._loaded_skills.get(label, []))
+
+    def restore_loaded_skills(self, loaded: Mapping[str, Iterable[str]]) -> None:
+        """Replace the loaded set, ``{label: [key, …]}`` — after a restart, from the transcript
+        (``loaded_skills_in_history``). Labels that are not declared skill blocks are ignored."""
+        self._loaded_skills = {}
+        for label, keys in loaded.items():
+            block = self._blocks.get(label)
+            if block is None or block.kind != "skill":
+                continue
+            unique = list(dict.fromkeys(keys))
+            if unique:
+                self._loaded_skills[label] = unique
+
+    def clear_loaded_skills(self) -> None:
+        """Forget every loaded skill (the owner's transcript was cleared)."""
+        self._loaded_skills = {}
 
     async def search(self, label: str, query: str) -> str:
         """Search a searchable block: the top 10 hits as ``[key]`` + content, or ``No results found.``."""

@@ -47,16 +47,16 @@ def ui_messages_to_model_messages(messages: Iterable[UIMessage]) -> list[ModelMe
         parts = message.get("parts") or []
         if not isinstance(parts, list):
             raise ValueError(f"UI message {message.get('id')!r}: 'parts' must be a list")
-        if role == "system":
+        if role == "user":
+            content = _user_content(parts)
+            if content:
+                out.append(_new(UserMessage, content, "user"))
+        elif role == "assistant":
+            _assistant_messages(message, parts, out)
+        elif role == "system":
             text = "".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
             if text:
                 out.append(SystemMessage(text))
-        elif role == "user":
-            content = _user_content(parts)
-            if content:
-                out.append(UserMessage(content))
-        elif role == "assistant":
-            _assistant_messages(message, parts, out)
         else:
             raise ValueError(f"UI message {message.get('id')!r} has unknown role {role!r}")
     return out
@@ -67,7 +67,8 @@ def _user_content(parts: list[Mapping[str, Any]]) -> list[UserContent]:
     for part in parts:
         kind = part.get("type")
         if kind == "text":
-            content.append(TextContent(str(part.get("text", ""))))
+            text = part.get("text", "")
+            content.append(TextContent(text if type(text) is str else str(text)))
         elif kind == "file":
             content.append(_file(part))
     return content
@@ -81,27 +82,40 @@ def _file(part: Mapping[str, Any]) -> FileContent:
     )
 
 
+def _new(cls: type[Any], content: list[Any], role: str) -> Any:
+    """A user or assistant message owning ``content`` (a fresh list built here; the public constructors copy
+    it, which a wake converting thousands of messages at once does not need)."""
+    message = object.__new__(cls)
+    message.content = content
+    message.role = role
+    return message
+
+
 def _assistant_messages(message: UIMessage, parts: list[Mapping[str, Any]], out: list[ModelMessage]) -> None:
     block: list[Mapping[str, Any]] = []
     for part in parts:
         if part.get("type") == "step-start":
-            _flush_step(message, block, out)
-            block = []
+            if block:
+                _flush_step(message, block, out)
+                block = []
         else:
             block.append(part)
-    _flush_step(message, block, out)
+    if block:
+        _flush_step(message, block, out)
 
 
 def _flush_step(message: UIMessage, block: list[Mapping[str, Any]], out: list[ModelMessage]) -> None:
     content: list[AssistantContent] = []
     results: list[ToolResult] = []
     for part in block:
-        kind = str(part.get("type", ""))
+        kind = part.get("type", "")
         if kind == "text":
-            text = str(part.get("text", ""))
+            text = part.get("text", "")
             if text:
-                content.append(TextContent(text))
-        elif kind == "reasoning":
+                content.append(TextContent(text if type(text) is str else str(text)))
+            continue
+        kind = str(kind)
+        if kind == "reasoning":
             signature, provider = _signature(part.get("providerMetadata"))
             text = str(part.get("text", ""))
             if text or signature:
@@ -122,7 +136,7 @@ def _flush_step(message: UIMessage, block: list[Mapping[str, Any]], out: list[Mo
             results.append(result)
         # data-*, source-url, source-document and unknown parts carry nothing for the model
     if content:
-        out.append(AssistantMessage(content))
+        out.append(_new(AssistantMessage, content, "assistant"))
     if results:
         out.append(ToolMessage(results))
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import operator
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -316,11 +317,16 @@ def _request_words(request: ModelRequest) -> int:
     words = len(request.system.split()) if request.system else 0
     messages = list(request.messages)
     last = _LAST_MESSAGES
-    shared = 0
-    for mine, previous in zip(messages, last, strict=False):
-        if mine is not previous:
-            break
-        shared += 1
+    shared = min(len(messages), len(last))
+    # A turn resends the previous request's message objects plus a few new ones: compare identities in C
+    # first, and walk element by element only when something before the end differs.
+    if not all(map(operator.is_, messages[:shared], last[:shared])):
+        start = 0
+        while all(map(operator.is_, messages[start : start + 256], last[start : start + 256])):
+            start += 256
+        shared = start
+        while messages[shared] is last[shared]:
+            shared += 1
     totals = _LAST_TOTALS[: shared + 1]
     for message in messages[shared:]:
         totals.append(totals[-1] + _message_words(message))

@@ -333,6 +333,14 @@ class Agent:
     def _touch(self) -> None:
         self._last_active = time.monotonic()
 
+    def _evicted(self) -> None:
+        """Called by the host right after it dropped this idle instance: free what it holds in memory.
+
+        Subclasses that cache data (Think's message index) release it here, so an evicted agent's memory is
+        returned at once instead of whenever the garbage collector gets to the instance's reference cycles.
+        The next ``get_agent`` builds a new instance from the store.
+        """
+
     def _is_idle(self, now: float, idle_timeout: float) -> bool:
         return (
             not self._connections

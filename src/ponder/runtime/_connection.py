@@ -60,8 +60,10 @@ class Connection:
     the agent may keep (not persisted). A ``readonly`` connection cannot change the agent's state.
     """
 
-    #: Frames queued beyond this many mean the client stopped reading; it is disconnected.
-    max_pending_frames = 10_000
+    #: Bytes queued beyond this mean the client stopped reading; it is disconnected (it can reconnect and
+    #: resume). Counted in bytes, not frames, so a burst of small chunks from a fast model to a reading
+    #: client is not mistaken for a stuck one.
+    max_pending_bytes = 16 * 1024 * 1024
 
     def __init__(self, id: str, transport: Transport, info: ConnectionInfo | None = None) -> None:
         self.id = id
@@ -71,6 +73,7 @@ class Connection:
         self.agent: Agent | None = None
         self._transport = transport
         self._queue: deque[str | bytes] = deque()
+        self._pending_bytes = 0
         self._ready = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
         self._closer: asyncio.Task[None] | None = None
@@ -87,12 +90,14 @@ class Connection:
         """Queue a frame (a dict is sent as JSON). Never blocks; frames go out in order."""
         if self._closed:
             return
-        if len(self._queue) >= self.max_pending_frames:
+        frame = encode_frame(message)
+        self._pending_bytes += len(frame)
+        if self._pending_bytes > self.max_pending_bytes:
             logger.warning("connection %s is not reading its frames; disconnecting it", self.id)
             # 1013 (try again later), not 1008: the stock clients never reconnect after a 1008.
             self.close(1013, "client too slow")
             return
-        self._queue.append(encode_frame(message))
+        self._queue.append(frame)
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write_loop())
         self._ready.set()
@@ -122,6 +127,7 @@ class Connection:
             while True:
                 while queue:
                     frame = queue.popleft()
+                    self._pending_bytes -= len(frame)
                     if isinstance(frame, bytes):
                         await self._transport.send_bytes(frame)
                     else:

@@ -332,7 +332,11 @@ class AgentHost:
         now = time.monotonic()
         idle = [agent_id for agent_id, agent in self._live.items() if agent._is_idle(now, self.idle_timeout)]
         for agent_id in idle:
-            del self._live[agent_id]
+            agent = self._live.pop(agent_id)
+            try:
+                agent._evicted()
+            except Exception:
+                logger.exception("releasing evicted agent %s failed", agent_id)
         if idle:
             logger.debug("evicted %d idle agent(s)", len(idle))
         return len(idle)

@@ -69,7 +69,7 @@ async def handle_chat_http(
     """Answer the chat routes of a ``Think`` agent; ``None`` when the request is not one of them.
 
     ``POST …/chat`` runs a turn and streams it; ``GET …/chat/<chatId>/stream`` (the AI SDK's resume probe)
-    answers 204 — resuming an HTTP stream is not supported, so the client keeps what it has.
+    streams the turn in progress from its first chunk, or answers 204 when none is.
     """
     if not isinstance(agent, Think) or not rest or rest[0] != "chat":
         return None
@@ -80,8 +80,38 @@ async def handle_chat_http(
             )
         return await _post_chat(agent, request, max_body_bytes)
     if len(rest) == 3 and rest[2] == "stream" and request.method == "GET":
-        return Response(status_code=204)
+        return _resume_stream(agent)
     return None
+
+
+def _resume_stream(agent: Think) -> Response:
+    """The AI SDK's resume probe: the running turn's chunks so far, then live, as the UI message stream.
+
+    204 (nothing to resume) when no turn is streaming. The agent has one conversation, so the chat id in
+    the path is not consulted.
+    """
+    tapped = agent._tap_active_stream()
+    if tapped is None:
+        return Response(status_code=204)
+    turn, queue = tapped
+
+    async def events() -> AsyncIterator[bytes]:
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, tuple):
+                    status, error = item
+                    if status == "error":
+                        yield _event({"type": "error", "errorText": error or "The chat turn failed."})
+                    elif status == "aborted":
+                        yield _event({"type": "abort"})
+                    break
+                yield b"data: " + item.encode("utf-8") + b"\n\n"
+            yield b"data: [DONE]\n\n"
+        finally:
+            turn.untap(queue)
+
+    return StreamingResponse(events(), headers=UI_MESSAGE_STREAM_HEADERS)
 
 
 async def _post_chat(agent: Think, request: Request, max_body_bytes: int) -> Response:

@@ -121,6 +121,20 @@ class MessageIO:
             texts.update(await self._assemble(rows))
         return texts
 
+    async def load_range(self, from_seq: int) -> tuple[list[str], list[Any]]:
+        """Ids and parsed bodies of the unsplit messages with ``seq >= from_seq``, in ``seq`` order (one scan).
+
+        A wake whose window is one branch wants exactly these rows, in this order: it can pair them with its
+        nodes by position instead of building a dict of 10,000 entries.
+        """
+        row = await self.store.fetch_one(
+            _BODIES_SQL[self._dialect()].format(where="seq >= ?"), (self.agent_id, from_seq)
+        )
+        if not row or not row["body"]:
+            return [], []
+        with paused_gc():
+            return parse_json(row["ids"]), parse_json(row["body"])
+
     async def load_messages(self, ids: Sequence[str], *, from_seq: int | None = None) -> dict[str, Any]:
         """The stored messages with these ids, parsed (split messages reassembled first).
 

@@ -179,6 +179,11 @@ class Session(SessionViews, SessionExtras):
         self._pointer = pointer if isinstance(pointer, str) and pointer in self._nodes else None
         await self._rebuild_path(initial=True)
 
+    def release(self) -> None:
+        """Forget the in-memory index and bodies (the owner is going away); ``open()`` loads them again."""
+        self._reset()
+        self.loaded = False
+
     async def close(self) -> None:
         """Cancel background passes (compaction, eviction); reads and writes keep working."""
         tasks = list(self._tasks)
@@ -259,9 +264,15 @@ class Session(SessionViews, SessionExtras):
         node = self._nodes.get(message_id)
         return node.message if node else None
 
-    def active_messages(self) -> list[dict[str, Any]]:
-        """The hydrated window of the active path, oldest first (live dicts: read-only, copy to change)."""
-        return [node.message for node in self._path[self._window_start :]]  # type: ignore[misc]
+    def active_messages(self, last: int | None = None) -> list[dict[str, Any]]:
+        """The hydrated window of the active path, oldest first (live dicts: read-only, copy to change).
+
+        ``last=n`` returns only its newest ``n`` messages (without building the whole list).
+        """
+        start = self._window_start
+        if last is not None:
+            start = max(start, len(self._path) - max(0, last))
+        return [node.message for node in self._path[start:]]  # type: ignore[misc]
 
     def branch_ids(self, message_id: str | None) -> list[str]:
         """Ids of the children of ``message_id`` (``None``: the roots), oldest first."""
@@ -372,11 +383,19 @@ class Session(SessionViews, SessionExtras):
                 )
             wanted_bytes = sum(n.size for n in missing)
             range_scan = off_path <= wanted_bytes // 4 and len(missing) > 50
-            bodies = await self._io.load_messages(
-                [n.id for n in missing], from_seq=first_seq if range_scan else None
-            )
-            for node in missing:
-                node.message = bodies[node.id]
+            wanted = [n.id for n in missing]
+            if range_scan and single_branch:
+                # One branch: the scan returns exactly the window's rows, in path order (unless a message
+                # is split into chunks, which the keyed path below reassembles).
+                ids, parsed = await self._io.load_range(first_seq)
+                if ids == wanted:
+                    for node, message in zip(missing, parsed, strict=True):
+                        node.message = message
+                    missing = []
+            if missing:
+                bodies = await self._io.load_messages(wanted, from_seq=first_seq if range_scan else None)
+                for node in missing:
+                    node.message = bodies[node.id]
         self._window_start = start
         self._window_bytes = used
         self._path_bytes = total = sum(node.size for node in path)

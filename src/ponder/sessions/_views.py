@@ -12,7 +12,6 @@ inherits this mixin; the attributes declared under ``TYPE_CHECKING`` are the tre
 from __future__ import annotations
 
 from collections.abc import Mapping
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -183,10 +182,16 @@ class SessionViews:
         if grow < 0:  # cannot happen while the cache is valid; rebuild rather than trust it
             self._view_cache = None
             return await self.read_model_messages(truncation_step=truncation_step)
+        if grow > 256:
+            # A wake converts the whole window at once: one call, without filling each message's own
+            # conversion cache (only needed again if this prefix cache is dropped).
+            with paused_gc():
+                forms = [self._ui_form(item, True) for item in tail[:grow]]
+                cache.flat.extend(ui_messages_to_model_messages(forms))
+        elif grow:
+            for item in tail[:grow]:
+                cache.flat.extend(self._converted(item, True))
         if grow:
-            with paused_gc() if grow > 256 else nullcontext():  # a wake converts the whole window at once
-                for item in tail[:grow]:
-                    cache.flat.extend(self._converted(item, True))
             cache.items = cutoff
             cache.boundary = self._item_end(tail[grow - 1])
         out = list(cache.flat)

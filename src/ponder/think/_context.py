@@ -2,9 +2,11 @@
 
 Why this module exists: ``ponder.context`` is a standalone package; this mixin wires it into Think. At load it
 builds ``self.context`` from ``configure_context()`` plus the blocks ``configure_session()`` declared with
-``session.with_context()``, loads the per-agent config (so ``get_config()`` is synchronous) and parses the
-``context_overflow`` policy (a typo fails at start, not at the first overflow). The turn loop asks it for the
-system prompt, the block tools, the reminder to attach, and whether an error is a context overflow.
+``session.with_context()``, restores the loaded skills from the transcript, loads the per-agent config (so
+``get_config()`` is synchronous) and parses the ``context_overflow`` policy (a typo fails at start, not at the
+first overflow). The turn loop asks it for the system prompt, the block tools, the reminder to attach, and
+whether an error is a context overflow. An ``unload_context`` rewrites the skill's earlier ``load_context``
+result in the transcript here, so the skill text stops reaching the model.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from ..context import (
     ContextOverflowPolicy,
     context_tools,
     default_context_overflow_classifier,
+    loaded_skills_in_history,
     merge_blocks,
+    reclaim_skill_result,
 )
 from ..models import ModelMessage, TextContent, UserMessage
 from ..runtime import Connection, callable
@@ -85,6 +89,8 @@ class PromptContext(_Base):
     _context_stale: bool = False
     #: Input tokens of the newest model call (the proactive overflow guard's measure).
     _last_input_tokens: int | None = None
+    #: Bumped whenever an unload rewrote a stored message: a running turn re-reads its model input.
+    _skill_reclaims: int = 0
 
     def configure_context(self) -> Any:
         """The prompt's context blocks in order (may be async): ``ContextBlock`` objects or config dicts.
@@ -114,6 +120,8 @@ class PromptContext(_Base):
         self._context = _ThinkContext(
             self.host.store, self.id, blocks, base_prompt=base or "", on_change=self._broadcast_context_blocks
         )
+        self._context.set_unload_callback(self._reclaim_skill)
+        await self._restore_loaded_skills()
         self._config_store = ConfigStore(self.host.store, self.id)
         self._user_config = await self._config_store.get()
 
@@ -168,10 +176,45 @@ class PromptContext(_Base):
         return await context.take_reminders()
 
     async def _context_cleared(self) -> None:
-        """History clear: rebuild the frozen prompt (block memory is kept)."""
+        """History clear: no skill is loaded any more; rebuild the frozen prompt (block memory is kept)."""
         self._context_stale = False
+        if self._context is not None:
+            self._context.clear_loaded_skills()
         if self._context is not None and self._context.blocks:
             await self._context.rebuild()
+
+    # -- loaded skills and the transcript -------------------------------------------------------------
+
+    async def _restore_loaded_skills(self) -> None:
+        """At load (every wake): the loaded skills are the ``load_context`` results of the active path that
+        were not unloaded since — so ``unload_context`` works for a skill loaded before a restart."""
+        context = self._context
+        if context is None or not any(block.kind == "skill" for block in context.blocks):
+            return
+        session = self.session
+        history = await session.get_history() if session.hydration.truncated else session.active_messages()
+        context.restore_loaded_skills(loaded_skills_in_history(history))
+
+    async def _reclaim_skill(self, label: str, key: str) -> None:
+        """An unload: rewrite every ``load_context`` result for ``(label, key)`` to ``[skill unloaded: key]`` —
+        in the message a running turn is building (persisted when it ends) and in the stored messages of the
+        active path (upserted under the same id and sent to clients as ``cf_agent_message_updated``)."""
+        for turn in list(self._turns.values()):
+            reclaim_skill_result(turn.acc.message, label, key)
+        session = self.session
+        path = await session.get_history() if session.hydration.truncated else session.active_messages()
+        rewritten = False
+        for stored in path:
+            if stored.get("role") != "assistant":
+                continue
+            message = copy.deepcopy(stored)
+            if not reclaim_skill_result(message, label, key):
+                continue
+            await session.upsert(message)
+            self.broadcast({"type": "cf_agent_message_updated", "message": message})
+            rewritten = True
+        if rewritten:
+            self._skill_reclaims += 1
 
     # -- blocks for clients (the web page's Memory panel) ----------------------------------------------
 

@@ -107,6 +107,13 @@ class SessionHistory(_Base):
         elif event.kind == "compaction_error":
             self.broadcast(Session.error_frame(event.data.get("error") or "compaction failed"))
 
+    def _evicted(self) -> None:
+        # Drop the message index (10,000 messages are ~40,000 objects in the agent's reference cycles); an
+        # evicted instance someone still holds reloads it from the store on its next async use.
+        self.session.release()
+        self._loaded = False
+        super()._evicted()  # type: ignore[misc]
+
     def _is_idle(self, now: float, idle_timeout: float) -> bool:
         # An agent is evicted only once its session has no background pass running (compaction, eviction):
         # eviction has no hook of its own, and a pass must not outlive the instance that owns the session.

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..chat import MessageAccumulator, new_message_id
 from ..chat._parts import is_tool_part
-from ._stream_store import StreamStore
+from ._stream_store import KEEP_FINISHED, StreamStore
 
 if TYPE_CHECKING:
     from ..runtime import Connection, FiberRecoveryContext
@@ -51,6 +51,10 @@ logger = logging.getLogger("ponder.think")
 
 RESPONSE = "cf_agent_use_chat_response"
 TURN_FIBER_PREFIX = "ponder:chat-turn:"
+#: The agent method the stream-buffer sweep schedule calls (one schedule per agent).
+SWEEP_CALLBACK = "_sweep_stream_buffers"
+#: The sweep schedule is never armed sooner than this many seconds ahead.
+MIN_SWEEP_DELAY = 60.0
 INTERRUPTED_TOOL_TEXT = "The tool call was interrupted before a result was recorded."
 STARTED_TOOL_TEXT = (
     "The tool call was interrupted after it started; it was not run again because it may have side effects."
@@ -121,6 +125,10 @@ class Recovery:
         self.waiters: dict[str, list[str]] = {}
         #: The last turn that ended in an error nobody saw: ``{request_id, body, bodies}``.
         self.terminal: dict[str, Any] | None = None
+        #: When the armed sweep schedule is due (None: not known to be armed in this process).
+        self._sweep_due: float | None = None
+        #: The id of the sweep schedule running now (its row is removed when it returns).
+        self._sweeping: str | None = None
 
     # -- configuration ------------------------------------------------------------------------------
 
@@ -131,6 +139,7 @@ class Recovery:
 
     async def load(self) -> None:
         store = self.agent.host.store
+        recovering: set[str] = set()
         for row in await self.streams.streaming():
             fiber = await store.fetch_one(
                 "SELECT 1 AS x FROM ponder_fibers WHERE agent_id = ? AND name = ?",
@@ -138,6 +147,7 @@ class Recovery:
             )
             if fiber is not None:
                 self.orphans[row["request_id"]] = await self.streams.chunks(row["id"])
+                recovering.add(row["id"])
             else:
                 await self.streams.finish(row["id"], "error")
         record = self.agent._config.get("last_terminal")
@@ -145,7 +155,8 @@ class Recovery:
             bodies = await self.streams.chunks(record["stream_id"]) if record.get("stream_id") else []
             self.terminal = {**record, "bodies": bodies}
         try:
-            await self.streams.sweep()
+            await self.streams.sweep(spare=recovering)  # recovery settles those itself
+            await self.arm_sweep()
         except Exception:  # a sweep is housekeeping: never fail a wake on it
             logger.exception("%r: sweeping stream buffers failed", self.agent)
 
@@ -173,6 +184,7 @@ class Recovery:
             "progress_base": spec.progress_base,
             "started_at": time.time(),
         }
+        turn.recovery_snapshot = snapshot
         try:
             await agent.stash(snapshot)
         except RuntimeError:
@@ -180,10 +192,31 @@ class Recovery:
         await self.streams.open(turn.stream_id, spec.request_id, turn.acc.message_id, spec.continuation)
         await self.repair_stored(turn)
 
+    async def close_stream(self, turn: Turn, status: str) -> None:
+        """Write the turn's last chunks and give its stream row its final status, in one transaction.
+
+        A turn calls this *before* it persists its reply (see ``docs/durability.md``, "Ending a turn"): a crash
+        between the two leaves a closed stream that holds every chunk the turn sent, and recovery's
+        *finished* path persists the same reply from it (idempotently, under the same id and parent).
+        """
+        rows = turn.take_unflushed()
+        try:
+            async with self.agent.host.store.transaction():
+                await self.streams.write(turn.stream_id, rows)
+                await self.streams.finish(turn.stream_id, status)
+        except BaseException:
+            turn.restore_unflushed(rows)
+            raise
+        turn.stream_closed = True
+
     async def turn_ended(self, turn: Turn, status: str) -> None:
-        """After the reply is persisted: write the last chunks and settle the stream row."""
-        await turn.flush()
-        await self.streams.finish(turn.stream_id, "completed" if status != "error" else "error")
+        """After the reply is persisted: settle the stream row (unless already closed) and the bookkeeping."""
+        if not turn.stream_closed:
+            # A stalled stream is "interrupted", not finished: a crash before its continuation starts is
+            # recovered from it (see ``stalled``).
+            final = {"error": "error", "recovering": "interrupted"}.get(status, "completed")
+            await self.close_stream(turn, final)
+        await self.arm_sweep(time.time() + KEEP_FINISHED)
         spec = turn.spec
         if status == "error" and not self.agent.connections and not spec.recovering_after:
             await self._set_terminal(spec.request_id, turn.stream_id, turn.error_text or "error")
@@ -197,9 +230,8 @@ class Recovery:
     async def repair_stored(self, turn: Turn) -> None:
         """Error every stored tool part of the newest exchange that has no result and waits on nobody."""
         session = self.agent.session
-        path = session.active_messages()
         server = set(turn.server_tool_names)
-        for message in reversed(path[-4:]):
+        for message in reversed(session.active_messages(last=4)):
             if message.get("role") != "assistant":
                 continue
             if message.get("id") == turn.spec.continue_id and turn.spec.continuation:
@@ -287,14 +319,18 @@ class Recovery:
         persistable = any(p.get("type") != "step-start" for p in partial.get("parts") or ())
         new_parts = (not continuation and persistable) or (bool(chunks) and continuation)
         finished = stream is not None and (
-            stream["status"] != "streaming" or any(c.get("type") == "finish" for c in chunks)
+            stream["status"] not in ("streaming", "interrupted")
+            or any(c.get("type") == "finish" for c in chunks)
         )
         parent = snap.get("parent_id")
         server = await server_tool_names(agent)
         if finished:
             if new_parts:
                 await self._persist(partial, parent, snap)
-            await self._settle(request_id, stream_id, "completed")
+            open_stream = (
+                stream_id if stream is not None and stream["status"] in ("streaming", "interrupted") else None
+            )
+            await self._settle(request_id, open_stream, "completed")  # a closed stream keeps its status
             await self._forget_incident(request_id)
             return
         if persistable:
@@ -347,7 +383,13 @@ class Recovery:
         self.schedule(rctx, snap, progress, continue_id=partial["id"] if kind == "continue" else None)
 
     def schedule(
-        self, rctx: ChatRecoveryContext, snap: dict[str, Any], progress: int, *, continue_id: str | None
+        self,
+        rctx: ChatRecoveryContext,
+        snap: dict[str, Any],
+        progress: int,
+        *,
+        continue_id: str | None,
+        accepted_fiber: str | None = None,
     ) -> None:
         from ._turn import TurnSpec
 
@@ -362,13 +404,20 @@ class Recovery:
         )
         spec.recovery = True
         spec.progress_base = progress
+        spec.accepted_fiber = accepted_fiber
         logger.info(
             "%r: recovering turn %s (%s, attempt %d)", self.agent, rctx.request_id, rctx.kind, rctx.attempt
         )
         self.agent._admit(spec)
 
-    async def stalled(self, turn: Turn, message: dict[str, Any] | None) -> bool:
-        """A stalled turn ended (its partial persisted): schedule a bounded continuation; False if exhausted."""
+    async def stalled(
+        self, turn: Turn, message: dict[str, Any] | None
+    ) -> Literal["recovering", "exhausted", "declined"]:
+        """A stalled turn ended (its partial persisted): schedule a bounded continuation (``"recovering"``).
+
+        ``"exhausted"``: the budget was spent and the terminal message already went out; ``"declined"``:
+        ``on_chat_recovery`` chose to keep the partial and stop.
+        """
         spec = turn.spec
         await turn.flush()
         progress = spec.progress_base + _progress([json.loads(b) for b in turn.bodies])
@@ -398,23 +447,35 @@ class Recovery:
         if reason is not None:
             await self._exhaust(rctx, message, spec.parent_id, stored=True)
             spec.recovering_after = True
-            return False
+            return "exhausted"
         decision = await _call(self.agent.on_chat_recovery, rctx)
         if decision == "persist" or (isinstance(decision, ChatRecoveryDecision) and not decision.continue_):
-            return False
+            return "declined"
         spec.recovering_after = True
         await self._set_recovering(spec.request_id, spec.request_id)
+        # The continuation lives in memory from the moment this turn's fiber ends until its own fiber starts:
+        # a durable record of it (this turn's snapshot, whose stream stays open) covers a crash in between —
+        # the next wake continues from the stored chunks. The continuation's fiber replaces the record.
+        accepted = None
+        if turn.recovery_snapshot is not None:
+            record = {**turn.recovery_snapshot, "progress_base": spec.progress_base}
+            accepted = await self.agent.record_fiber(f"{TURN_FIBER_PREFIX}{spec.request_id}", record)
         continue_id = message["id"] if message else None
         if continue_id is None:
-            self.schedule(rctx, snap, progress, continue_id=None)
+            self.schedule(rctx, snap, progress, continue_id=None, accepted_fiber=accepted)
         else:
-            self.agent.create_task(self._schedule_later(rctx, snap, progress, continue_id))
-        return True
+            self.agent.create_task(self._schedule_later(rctx, snap, progress, continue_id, accepted))
+        return "recovering"
 
     async def _schedule_later(
-        self, rctx: ChatRecoveryContext, snap: dict[str, Any], progress: int, continue_id: str
+        self,
+        rctx: ChatRecoveryContext,
+        snap: dict[str, Any],
+        progress: int,
+        continue_id: str,
+        accepted_fiber: str | None,
     ) -> None:
-        self.schedule(rctx, snap, progress, continue_id=continue_id)
+        self.schedule(rctx, snap, progress, continue_id=continue_id, accepted_fiber=accepted_fiber)
 
     # -- budget -------------------------------------------------------------------------------------
 
@@ -496,7 +557,7 @@ class Recovery:
         await self._set_terminal(rctx.request_id, rctx.stream_id, text)
         await self._set_recovering(None, rctx.request_id)
         await self._forget_incident(rctx.request_id)
-        agent.broadcast(agent._messages_frame())
+        agent._broadcast_messages()
 
     # -- stored state -------------------------------------------------------------------------------
 
@@ -508,13 +569,14 @@ class Recovery:
         else:
             anchor = parent if parent is not None and parent in session else session.active_leaf_id
             await session.upsert(partial, anchor)
-        self.agent.broadcast(self.agent._messages_frame())
+        self.agent._broadcast_messages()
 
     async def _settle(
         self, request_id: str, stream_id: str | None, status: str, *, release: bool = True
     ) -> None:
         if stream_id is not None:
             await self.streams.finish(stream_id, status)
+            await self.arm_sweep(time.time() + KEEP_FINISHED)
         if release:
             self._release_waiters(
                 request_id, {"type": RESPONSE, "id": request_id, "body": "", "done": True, "replay": True}
@@ -557,6 +619,57 @@ class Recovery:
         self.waiters.clear()
         self.terminal = None
         await self.streams.clear()
+
+    # -- stream-buffer sweep ------------------------------------------------------------------------
+
+    async def arm_sweep(self, due: float | None = None) -> None:
+        """Make sure the agent's one sweep schedule is due by ``due`` (default: when the oldest stored buffer
+        becomes reclaimable; nothing when there is none). Idempotent: an earlier schedule already covers a
+        later ``due`` (it re-arms itself while buffers remain); a later one is moved forward. Housekeeping:
+        a failure is logged, never raised into a turn."""
+        try:
+            await self._arm_sweep(due)
+        except Exception:
+            logger.exception("%r: arming the stream-buffer sweep failed", self.agent)
+
+    async def _arm_sweep(self, due: float | None) -> None:
+        if due is None:
+            due = await self.streams.next_reclaim(spare=self._spared())
+            if due is None:
+                return
+        due = max(due, time.time() + MIN_SWEEP_DELAY)  # a spared (live) buffer never makes it spin
+        if self._sweep_due is not None and self._sweep_due <= due:
+            return  # armed in this process (one read-free check per turn)
+        agent = self.agent
+        rows = await agent.host.store.fetch_all(
+            "SELECT id, due_at FROM ponder_schedules WHERE agent_id = ? AND callback = ? ORDER BY due_at",
+            (agent.id, SWEEP_CALLBACK),
+        )
+        rows = [row for row in rows if row["id"] != self._sweeping]  # that row goes when it returns
+        keep = rows[0] if rows and float(rows[0]["due_at"]) <= due else None
+        for row in rows:
+            if row is not keep:
+                await agent.cancel_schedule(row["id"])  # a later or duplicate one: at most one per agent
+        if keep is not None:
+            self._sweep_due = float(keep["due_at"])
+            return
+        await agent.schedule(max(0.0, due - time.time()), SWEEP_CALLBACK)
+        self._sweep_due = due
+
+    async def scheduled_sweep(self, schedule_id: str | None) -> int:
+        """The sweep schedule came due: delete reclaimable buffers, then re-arm while buffers remain."""
+        self._sweeping = schedule_id
+        try:
+            self._sweep_due = None
+            removed = await self.streams.sweep(spare=self._spared())
+            await self.arm_sweep()
+        finally:
+            self._sweeping = None
+        return removed
+
+    def _spared(self) -> set[str]:
+        """Buffers a sweep must leave alone: those of running turns."""
+        return {turn.stream_id for turn in self.agent._turns.values()}
 
     # -- the resume handshake after a restart -------------------------------------------------------
 

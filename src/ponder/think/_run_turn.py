@@ -105,9 +105,12 @@ class ProgrammaticTurns(_Base):
 
         ``callback`` is a function of each chunk dict, or an object with any of ``on_start(info)`` (called
         first, with ``{"request_id": …}`` — keep it to ``cancel_chat`` later), ``on_event(chunk)``,
-        ``on_done(result)``, ``on_error(error_text)`` and ``on_interrupted()``. This is also how a parent talks
-        to a sub-agent: ``await (await self.sub_agent(Helper, "h")).chat("hi", callback)``. Chunks are also
-        broadcast to the agent's own clients.
+        ``on_done(result)``, ``on_error(error_text)`` and ``on_interrupted()``. Exactly one of the last three
+        ends the call: ``on_interrupted()`` when the model stream stalled (``chat_stream_stall_timeout``) and the
+        turn was handed to bounded recovery — the result's status is then ``"recovering"``, and the recovered
+        answer lands in the transcript later, from a continuation this call does not wait for. This is also how
+        a parent talks to a sub-agent: ``await (await self.sub_agent(Helper, "h")).chat("hi", callback)``.
+        Chunks are also broadcast to the agent's own clients.
         """
         request_id = new_message_id()
         on_event = callback
@@ -124,8 +127,10 @@ class ProgrammaticTurns(_Base):
                 await maybe_await(callback.on_error(str(exc) or type(exc).__name__))
             raise
         if is_object:
-            if result.status == "error" and hasattr(callback, "on_error"):
-                await maybe_await(callback.on_error(result.error))
+            if result.status == "recovering" and hasattr(callback, "on_interrupted"):
+                await maybe_await(callback.on_interrupted())
+            elif result.status == "error" and hasattr(callback, "on_error"):
+                await maybe_await(callback.on_error(result.error or "error"))
             elif hasattr(callback, "on_done"):
                 await maybe_await(callback.on_done(result))
         return result
@@ -173,7 +178,7 @@ class ProgrammaticTurns(_Base):
         items = _as_messages(messages)
         last = await self._store_incoming(items) if items else self.session.active_leaf_id
         if items:
-            self.broadcast(self._messages_frame())
+            self._broadcast_messages()
         spec = TurnSpec(
             request_id=request_id or new_message_id(),
             parent_id=last,

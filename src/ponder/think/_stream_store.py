@@ -6,7 +6,8 @@ appends its chunks with per-stream sequence numbers (the ``seq`` the wire frames
 :data:`FLUSH_EVERY` and at once after a settled tool result, an approval request or the end of the stream. After
 a restart, a ``streaming`` row with no live producer is what recovery (``_recovery.py``) rebuilds the partial
 answer from and what the resume handshake replays to a reconnecting client. Finished buffers are swept
-:data:`KEEP_FINISHED` seconds after completion.
+:data:`KEEP_FINISHED` seconds after completion, by one durable schedule per agent (``Recovery.arm_sweep``) and at
+each wake.
 
 The ledger records server calls of tools declared ``idempotent=False`` (the default of ``Tool``): a ``started``
 row before the call, ``finished`` with the result after it. Recovery never re-runs a call; a started-unfinished
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Collection
 from typing import Any
 
 from ..storage import Migration, Store, register_migrations
@@ -146,14 +148,22 @@ class StreamStore:
         )
         return [row["body"] for row in rows]
 
-    async def sweep(self, keep: float = KEEP_FINISHED, abandoned: float = KEEP_ABANDONED) -> int:
-        """Delete finished buffers older than ``keep`` seconds and ``streaming`` ones older than ``abandoned``."""
+    async def sweep(
+        self,
+        keep: float = KEEP_FINISHED,
+        abandoned: float = KEEP_ABANDONED,
+        *,
+        spare: Collection[str] = (),
+    ) -> int:
+        """Delete finished buffers older than ``keep`` seconds and ``streaming`` ones older than ``abandoned``
+        (except the stream ids in ``spare``); return how many."""
         now = time.time()
         rows = await self.store.fetch_all(
             "SELECT id FROM ponder_think_streams WHERE agent_id = ? AND ((status != 'streaming' AND"
             " completed_at < ?) OR (status = 'streaming' AND created_at < ?))",
             (self.agent_id, now - keep, now - abandoned),
         )
+        rows = [row for row in rows if row["id"] not in spare]
         for row in rows:
             async with self.store.transaction():
                 await self.store.execute(
@@ -170,11 +180,19 @@ class StreamStore:
         )
         return len(rows)
 
-    async def pending_sweep(self) -> bool:
-        row = await self.store.fetch_one(
-            "SELECT 1 AS x FROM ponder_think_streams WHERE agent_id = ? LIMIT 1", (self.agent_id,)
+    async def next_reclaim(
+        self, keep: float = KEEP_FINISHED, abandoned: float = KEEP_ABANDONED, *, spare: Collection[str] = ()
+    ) -> float | None:
+        """When the first stored buffer (not in ``spare``) becomes reclaimable; None when there is none."""
+        rows = await self.store.fetch_all(
+            "SELECT id, CASE WHEN status = 'streaming' THEN created_at + ? ELSE COALESCE(completed_at,"
+            " created_at) + ? END AS due FROM ponder_think_streams WHERE agent_id = ? ORDER BY due LIMIT ?",
+            (abandoned, keep, self.agent_id, len(spare) + 1),
         )
-        return row is not None
+        for row in rows:
+            if row["id"] not in spare:
+                return float(row["due"])
+        return None
 
     async def clear(self) -> None:
         for table in ("ponder_think_stream_chunks", "ponder_think_streams", "ponder_think_tool_ledger"):

@@ -541,10 +541,12 @@ class Submissions(_Base):
         last = await self._store_incoming(spec.messages)
         spec.parent_id = last if last is not None else self.session.active_leaf_id
         spec.message_ids = _trailing_user_ids(spec.messages)
-        self.broadcast(self._messages_frame())
+        self._broadcast_messages()
 
     async def _finish_from_result(self, submission_id: str, result: ChatResult) -> None:
         status: str = result.status
+        if status == "recovering":
+            return  # the recovery continuation ends it (see _settle_recovered_submission)
         error = result.error
         if status == "skipped":
             error = SKIPPED_TEXT
@@ -618,8 +620,17 @@ class Submissions(_Base):
         if pending is not None:
             self._kick_drain()
 
-    async def _settle_recovered_submission(self, result: ChatResult) -> None:
-        """A turn ended: if chat recovery re-ran a submission's turn, the submission ends with it."""
+    async def _settle_recovered_submission(self, result: ChatResult, spec: TurnSpec | None = None) -> None:
+        """A turn ended: if chat recovery re-ran a submission's turn, the submission ends with it.
+
+        A submission's turn that stalled and was handed to recovery (``"recovering"``) stays running: the
+        continuation, which has the same request id, ends it. It is registered here, before any await, so
+        the continuation cannot finish first.
+        """
+        if result.status == "recovering":
+            if isinstance(spec, _SubmissionSpec) and spec.submission_id:
+                self._sub_recovering[result.request_id] = spec.submission_id
+            return
         submission_id = self._sub_recovering.pop(result.request_id, None)
         if submission_id is not None:
             await self._finish_from_result(submission_id, result)

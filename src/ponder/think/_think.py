@@ -27,7 +27,7 @@ from ..chat import (
     sanitize_message,
 )
 from ..models import ModelClient, resolve_model
-from ..runtime import Agent, Connection, FiberRecoveryContext
+from ..runtime import Agent, Connection, FiberRecoveryContext, Schedule
 from ._config import ThinkConfig
 from ._context import PromptContext
 from ._history import SessionHistory, take_client_answers
@@ -207,6 +207,11 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
         drop it."""
         return part
 
+    async def _sweep_stream_buffers(self, payload: Any = None, schedule: Schedule | None = None) -> None:
+        """The stream-buffer sweep schedule (one per agent, armed when a stream ends; see durability.md)."""
+        await self._ensure_loaded()
+        await self._recovery.scheduled_sweep(schedule.id if schedule is not None else None)
+
     # -- lifecycle ----------------------------------------------------------------------------------
 
     async def on_start(self) -> None:
@@ -249,6 +254,16 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
     def last_body(self) -> dict[str, Any]:
         """The custom body of the last chat request (keys other than messages/trigger/clientTools)."""
         return copy.deepcopy(self._config.get("body") or {})
+
+    def _tap_active_stream(self) -> tuple[Turn, asyncio.Queue[Any]] | None:
+        """The turn streaming right now and a tap on it (replay so far, then live), or ``None`` when idle."""
+        turn = self._streaming
+        return (turn, turn.tap()) if turn is not None else None
+
+    def _broadcast_messages(self, exclude: Iterable[Connection | str] = ()) -> None:
+        """Send the transcript to every client (but ``exclude``); nothing is built when nobody is connected."""
+        if self._connections:
+            self.broadcast(self._messages_frame(), exclude=exclude)
 
     def _messages_frame(self, *, connect: bool = False) -> dict[str, Any]:
         frame: dict[str, Any] = {"type": "cf_agent_chat_messages", "messages": self.session.active_messages()}
@@ -305,7 +320,7 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
                 await session.append(message, previous)
             previous = message["id"]
         if broadcast and items and _current_turn.get() is not self:
-            self.broadcast(self._messages_frame())
+            self._broadcast_messages()
         return copy.deepcopy(items)
 
     async def clear_messages(self) -> None:
@@ -400,7 +415,7 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
         finally:
             if not spec.ready.done():  # type: ignore[union-attr]
                 spec.ready.set_result(False)  # type: ignore[union-attr]
-        self.broadcast(self._messages_frame(), exclude=(origin,) if origin is not None else ())
+        self._broadcast_messages(exclude=(origin,) if origin is not None else ())
         return ChatAdmission(request_id, "accepted", list(spec.message_ids), task)
 
     async def _accept_request(self, request: ParsedChatRequest, spec: TurnSpec) -> None:
@@ -518,8 +533,10 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
             self._inflight.remove(spec)
             if self._pending_continuation is None and not self._busy():
                 self._resume.release_parked()
-        if self._sub_recovering:
-            await self._settle_recovered_submission(result)
+        if self._sub_recovering or (result.status == "recovering" and isinstance(spec, _SubmissionSpec)):
+            await self._settle_recovered_submission(result, spec)
+        if result.status == "recovering":
+            return result  # a stall handed the turn to recovery: the continuation reports the outcome
         try:
             await maybe_await(self.on_chat_response(result))
         except Exception:
@@ -615,6 +632,7 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
             status = "completed"
         text: str | None = None
         stalled = isinstance(error, ChatStreamStalled)
+        stall_text = error_text(error) if stalled and error is not None else None
         if stalled:
             status, error = "recovering", None
         if error is not None:
@@ -629,34 +647,56 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
                 frame["continuation"] = True
             frame["error"] = True
             self.broadcast(frame)
-        message = _finalize(turn.acc.snapshot())
-        persisted: dict[str, Any] | None = None
-        if spec.generation == self._generation and message.get("parts"):
+        try:
+            message = _finalize(turn.acc.snapshot())
+            persisted: dict[str, Any] | None = None
+            # The stream is closed (with its last chunks) BEFORE the reply is persisted: a crash in between leaves
+            # a closed stream holding every chunk, from which recovery persists the same reply. A stalled turn's
+            # stream stays open until recovery has taken it over (a crash meanwhile continues it).
             try:
-                session = self.session
-                if spec.continuation:
-                    await session.upsert(message)
-                elif spec.regenerate and spec.parent_id in session:
-                    await session.upsert(message, spec.parent_id)  # a sibling of the earlier answer
+                if stalled:
+                    await turn.flush()
                 else:
-                    await session.upsert(message, session.active_leaf_id)
-                persisted = message
-                self._after_interaction(message, False, None)  # re-check a pending continuation
-            except Exception as exc:
-                logger.exception("%r: persisting the reply of %s failed", self, spec.request_id)
-                await self._report_error(exc, ChatErrorContext("persist", spec.request_id))
-            self.broadcast(self._messages_frame())
-        if stalled and not await self._recovery.stalled(turn, persisted):
-            status = "error"  # recovery was exhausted and already sent the terminal message
-        turn.error_text = text
-        await self._recovery.turn_ended(turn, status)
-        done: dict[str, Any] = {"type": _RESPONSE, "id": spec.request_id, "body": "", "done": True}
-        if spec.continuation:
-            done["continuation"] = True
-        done["outcome"] = status
-        done["messageIds"] = list(spec.message_ids)
-        self.broadcast(done)
-        return ChatResult(spec.request_id, status, persisted, spec.continuation, text)  # type: ignore[arg-type]
+                    await self._recovery.close_stream(turn, "error" if status == "error" else "completed")
+            except Exception:
+                logger.exception("%r: closing the stream of %s failed", self, spec.request_id)
+            if spec.generation == self._generation and message.get("parts"):
+                try:
+                    session = self.session
+                    if spec.continuation:
+                        await session.upsert(message)
+                    elif spec.regenerate and spec.parent_id in session:
+                        await session.upsert(message, spec.parent_id)  # a sibling of the earlier answer
+                    else:
+                        await session.upsert(message, session.active_leaf_id)
+                    persisted = message
+                    self._after_interaction(message, False, None)  # re-check a pending continuation
+                except Exception as exc:
+                    logger.exception("%r: persisting the reply of %s failed", self, spec.request_id)
+                    await self._report_error(exc, ChatErrorContext("persist", spec.request_id))
+                self._broadcast_messages()
+            if stalled:
+                outcome = await self._recovery.stalled(turn, persisted)
+                if outcome == "exhausted":  # the terminal message already went out
+                    status, text = "error", str(self._recovery.budget()["terminal_message"])
+                elif outcome == "declined":  # on_chat_recovery kept the partial: the turn ends with the stall
+                    status, text = "error", stall_text
+                    frame = {"type": _RESPONSE, "id": spec.request_id, "body": text, "done": False}
+                    if spec.continuation:
+                        frame["continuation"] = True
+                    frame["error"] = True
+                    self.broadcast(frame)
+            turn.error_text = text
+            await self._recovery.turn_ended(turn, status)
+            done: dict[str, Any] = {"type": _RESPONSE, "id": spec.request_id, "body": "", "done": True}
+            if spec.continuation:
+                done["continuation"] = True
+            done["outcome"] = status
+            done["messageIds"] = list(spec.message_ids)
+            self.broadcast(done)
+            return ChatResult(spec.request_id, status, persisted, spec.continuation, text)  # type: ignore[arg-type]
+        finally:
+            turn.close_taps(status, text)  # HTTP resume streams (GET …/chat/<id>/stream) end here
 
     async def _report_error(self, error: BaseException, ctx: ChatErrorContext) -> Any:
         try:

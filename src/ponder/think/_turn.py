@@ -61,6 +61,7 @@ logger = logging.getLogger("ponder.think")
 
 CONTINUE_PROMPT = "Continue your previous response from exactly where it left off. Do not repeat any of it."
 BLOCKED_TOOL_TEXT = "The tool call was blocked."
+_STEP_START = {"type": "step-start"}
 
 ChunkCallback = Callable[[dict[str, Any]], Any]
 
@@ -139,6 +140,13 @@ class Turn:
         #: The durable buffer of this turn's chunks, and the ``(seq, body)`` rows not written yet.
         self.stream_id = new_message_id()
         self._unflushed: list[tuple[int, str]] = []
+        #: The stream row has its final status (set with the last chunks, before the reply is persisted).
+        self.stream_closed = False
+        #: What recovery stashed in the turn's fiber before the first chunk (``None`` until then).
+        self.recovery_snapshot: dict[str, Any] | None = None
+        #: Readers of this stream other than WebSocket clients (HTTP resume), and how the turn ended.
+        self._taps: list[asyncio.Queue[Any]] = []
+        self._ended: tuple[str, str | None] | None = None
         self.server_tool_names: set[str] = set()
         self.stall_timeout = float(getattr(agent, "chat_stream_stall_timeout", 0) or 0)
         seed = agent.session.get(spec.continue_id) if spec.continue_id else None
@@ -152,6 +160,10 @@ class Turn:
         self._text_id: str | None = None
         self._reasoning_id: str | None = None
         self._part_counter = 0
+        #: ``agent._skill_reclaims`` when the model input was last read (an unload rewrites stored messages).
+        self._reclaims_seen = 0
+        #: An overflow retry of a step whose ``start-step`` already went out (it is not sent twice).
+        self._step_opened = False
         self._on_chunk = type(agent).on_chunk is not _base_on_chunk(agent)
         #: While True, chunks reach the accumulator and the local callbacks but no WebSocket client.
         self._silent = False
@@ -188,6 +200,8 @@ class Turn:
             frame["continuation"] = True
         frame["seq"] = seq = len(self.bodies)
         self.bodies.append(body)
+        for tap in self._taps:
+            tap.put_nowait(body)
         self._unflushed.append((seq, body))
         waiting = self.agent._resume.awaiting_ack
         if waiting:
@@ -195,11 +209,49 @@ class Turn:
         else:
             self.agent.broadcast(frame)
 
+    def tap(self) -> asyncio.Queue[str | tuple[str, str | None]]:
+        """A queue of this turn's chunk bodies: every chunk sent so far, then each new one as it is sent, then
+        ``(status, error_text)`` when the turn ends. Nothing is missed: the replay and the subscription happen
+        together. Call :meth:`untap` when done reading."""
+        queue: asyncio.Queue[str | tuple[str, str | None]] = asyncio.Queue()
+        for body in self.bodies:
+            queue.put_nowait(body)
+        if self._ended is not None:
+            queue.put_nowait(self._ended)
+        else:
+            self._taps.append(queue)
+        return queue
+
+    def untap(self, queue: asyncio.Queue[Any]) -> None:
+        if queue in self._taps:
+            self._taps.remove(queue)
+
+    def close_taps(self, status: str, error_text: str | None) -> None:
+        """The turn ended: tell every tap (once)."""
+        if self._ended is None:
+            self._ended = (status, error_text)
+            for tap in self._taps:
+                tap.put_nowait(self._ended)
+            self._taps.clear()
+
     async def flush(self) -> None:
         """Write the buffered chunks to the durable stream buffer."""
-        if self._unflushed:
-            rows, self._unflushed = self._unflushed, []
-            await self.agent._recovery.streams.write(self.stream_id, rows)
+        rows = self.take_unflushed()
+        if rows:
+            try:
+                await self.agent._recovery.streams.write(self.stream_id, rows)
+            except BaseException:
+                self.restore_unflushed(rows)
+                raise
+
+    def take_unflushed(self) -> list[tuple[int, str]]:
+        """The ``(seq, body)`` rows not written yet; the caller writes them (or gives them back)."""
+        rows, self._unflushed = self._unflushed, []
+        return rows
+
+    def restore_unflushed(self, rows: list[tuple[int, str]]) -> None:
+        """Rows a failed write did not store: they go out with the next flush."""
+        self._unflushed = rows + self._unflushed
 
     def reseed(self, message: dict[str, Any]) -> None:
         """The continued message was repaired before the turn streamed: continue the repaired form."""
@@ -335,6 +387,8 @@ class Turn:
                 # The request outgrew the context window: drop this step's partial, compact, run it again.
                 retries += 1
                 logger.info("%r: context overflow in %s; compacting and retrying", agent, self.request_id)
+                # Usually the request failed before any output: callers saw only this step's start-step.
+                self._step_opened = self.acc.message.get("parts") == [*before.get("parts", ()), _STEP_START]
                 self.acc = MessageAccumulator(message=before, continuation=self.acc.continuation)
                 self._text_id = self._reasoning_id = None
                 await agent._compact_for_overflow(exc)
@@ -345,6 +399,8 @@ class Turn:
             if usage is not None:
                 agent._last_input_tokens = usage.input_tokens or None
             results = await self._execute(calls)
+            if self._reclaims_seen != agent._skill_reclaims:  # unload_context rewrote a stored message
+                prior = await self._read_prior(anchor, reminder)
             await self.emit({"type": "finish-step"})
             await maybe_await(
                 agent.on_step_finish(
@@ -369,6 +425,7 @@ class Turn:
 
     async def _read_prior(self, anchor: str | None, reminder: str | None) -> list[Any]:
         """The stored conversation as model input (up to ``anchor``), with ``reminder`` attached."""
+        self._reclaims_seen = self.agent._skill_reclaims
         prior = await self.agent.session.read_model_messages(anchor)
         if self.spec.continuation and self._seed:
             # The continued message is rebuilt from the accumulator each step: drop its stored form (the
@@ -381,7 +438,11 @@ class Turn:
     async def _step(
         self, model: ModelClient, request: ModelRequest, tools: dict[str, Tool], send_reasoning: bool
     ) -> tuple[str | None, list[_Call], Usage | None, bool, list[dict[str, Any]]]:
-        await self.emit({"type": "start-step"})
+        if self._step_opened:  # a retry after an overflow: every caller already has this step's start-step
+            self._step_opened = False
+            self.acc.apply(dict(_STEP_START))
+        else:
+            await self.emit({"type": "start-step"})
         calls: list[_Call] = []
         tool_calls: list[dict[str, Any]] = []
         awaiting = False

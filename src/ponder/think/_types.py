@@ -26,7 +26,7 @@ __all__ = [
     "TurnContext",
 ]
 
-ChatStatus = Literal["completed", "error", "aborted", "skipped"]
+ChatStatus = Literal["completed", "error", "aborted", "skipped", "recovering"]
 
 
 @dataclass(slots=True)
@@ -166,7 +166,12 @@ class ToolCallResult:
 
 @dataclass(slots=True)
 class ChatResult:
-    """The outcome of one turn, given to ``on_chat_response`` and returned by ``save_messages``/``chat``."""
+    """The outcome of one turn, given to ``on_chat_response`` and returned by ``save_messages``/``chat``.
+
+    ``status`` is ``"recovering"`` when the model stream stalled and the turn was handed to bounded recovery:
+    the answer is finished later by a continuation with the same ``request_id`` (whose result is the one
+    ``on_chat_response`` sees).
+    """
 
     request_id: str
     status: ChatStatus
