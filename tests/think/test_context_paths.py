@@ -491,3 +491,26 @@ async def test_loaded_skills_are_rebuilt_from_the_transcript_after_a_restart(
         assert agent.context.loaded_skills("skills") == []
     finally:
         await host.close()
+
+
+async def test_switching_branches_switches_the_loaded_skills(host: Any, connect: Any) -> None:
+    """A regenerated answer that loaded no skill is a branch without it: switching between the two answers
+    switches which skills count as loaded (and so what ``unload_context`` accepts)."""
+    model = ScriptedModel([load("pdf", "l1"), "Loaded.", "Nothing loaded this time."])
+    agent = await host.get_agent(skilled_agent(model), "branches")
+    client = await connect(agent)
+    question = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "read my pdf"}]}
+    await client.request("r1", [question])
+    assert (await client.wait_done("r1"))["outcome"] == "completed"
+    user_id = "u1"
+    first_answer = agent.messages[-1]["id"]
+    assert agent.context.loaded_skills("skills") == ["pdf"]
+    await client.request("r2", [question], trigger="regenerate-message", messageId=first_answer)
+    assert (await client.wait_done("r2"))["outcome"] == "completed"
+    second_answer = agent.messages[-1]["id"]
+    assert [m["id"] for m in await agent.get_branches(user_id)] == [first_answer, second_answer]
+    assert agent.context.loaded_skills("skills") == []
+    await agent.set_active_branch(first_answer)
+    assert agent.context.loaded_skills("skills") == ["pdf"]
+    await agent.set_active_branch(second_answer)
+    assert agent.context.loaded_skills("skills") == []

@@ -186,8 +186,9 @@ class PromptContext(_Base):
     # -- loaded skills and the transcript -------------------------------------------------------------
 
     async def _restore_loaded_skills(self) -> None:
-        """At load (every wake): the loaded skills are the ``load_context`` results of the active path that
-        were not unloaded since — so ``unload_context`` works for a skill loaded before a restart."""
+        """At load (every wake) and after a branch switch: the loaded skills are the ``load_context`` results
+        of the active path that were not unloaded since — so ``unload_context`` works for a skill loaded before
+        a restart, and a branch's skills are the ones loaded on that branch."""
         context = self._context
         if context is None or not any(block.kind == "skill" for block in context.blocks):
             return

@@ -176,6 +176,7 @@ class SessionHistory(_Base):
         if self._busy():
             raise RuntimeError("cannot switch branches while a turn is queued or running")
         await self.session.set_active_leaf(message_id)
+        await self._restore_loaded_skills()  # type: ignore[attr-defined]  # the skills this branch loaded
         frame = self._messages_frame()
         self.broadcast(frame)
         return copy.deepcopy(frame["messages"])

@@ -667,6 +667,9 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
                         await session.upsert(message)
                     elif spec.regenerate and spec.parent_id in session:
                         await session.upsert(message, spec.parent_id)  # a sibling of the earlier answer
+                        await (
+                            self._restore_loaded_skills()
+                        )  # the skills the replaced answer loaded are off the path
                     else:
                         await session.upsert(message, session.active_leaf_id)
                     persisted = message
