@@ -1,35 +1,46 @@
-"""Issue 6's chaos acceptance test: ``kill -9`` at random points across many turns, restart each time.
+"""Issue 6's chaos acceptance test: ``kill -9`` at random points across many turns, restart each time,
+with the stock React chat hook as the client.
 
-The real server (``ponder serve tests/chaos/apps/chaos_app.py``) runs in a subprocess on one SQLite
-store. ``ChaosChat``'s ``ScriptedModel`` answers deterministically from the user text with 0.015 s
-between chunks, sometimes through the idempotent server tool ``square`` and, for a few turns, the
-approval-gated ``confirm``. Turns are driven over the WebSocket (``cf_agent_use_chat_request``) and some
-via ``POST …/submissions``.
+The real server (``ponder serve tests/chaos/apps/chaos_app.py``) runs in a subprocess on one SQLite store
+and one port. ``ChaosChat``'s ``ScriptedModel`` answers deterministically from the user text: every call
+"thinks" for 0.06 s, then streams with 0.015 s between chunks, sometimes through the idempotent server
+tool ``square`` and, for a few turns, the approval-gated ``confirm``.
 
-Scale (fits < 2 minutes on 2 cores; about 11 s here): ``TURNS = 30`` turns, ``KILLS = 12`` of them
-killed, kill points drawn by ``random.Random(SEED)`` (``CHAOS_SEED`` overrides the seed): before
-streaming (0–10 ms after the turn's ``start`` chunk), mid-text (after 2–12 text deltas), mid-tool (at the
-tool's input or its settled output), during the approval wait (at ``tool-approval-request``, or after the
-turn ended waiting on the human) and during a submission drain (once the submission is ``running``, plus
-0–150 ms). When a kill leaves an orphaned turn, 30 % of the time the restarted server is killed again
-0–200 ms later, while it recovers that turn. After each kill the server restarts on the same store, and
-the test waits for recovery by polling the store read-only (no fibers, no pending/running submission)
-and ``GET …/get-messages``; a request the server never stored is sent again (as a client would), and a
-call left waiting on a human is approved.
+The client is the real ``useAgent`` + ``useAgentChat`` (``tests/js/hook-driver.mjs``), mounted once in a
+long-lived Node process for the whole run: it sends the chat turns, approves the waiting calls, and its
+socket reconnects by itself after every restart (the hook resumes on its own). Some turns are sent
+instead as ``POST …/submissions``; the hook watches those as a second tab would.
+
+Scale (under 2 minutes on 2 cores): ``TURNS = 50`` turns, ``KILLS = 20`` of them killed, kill points drawn
+by ``random.Random(SEED)`` (``CHAOS_SEED`` overrides the seed) from what the hook receives: before
+streaming (0–20 ms after the turn's ``start`` chunk, while the model thinks), mid-text (after 2–12 text
+deltas), mid-tool (at the tool's input or its settled output), during the approval wait (at
+``tool-approval-request``, or after the turn ended waiting on the human) and during a submission drain
+(once the submission is ``running``, plus 0–150 ms). When a kill leaves an orphaned turn, 30 % of the time
+the restarted server is killed again 0–200 ms later, while it recovers that turn. After each kill the
+server restarts on the same store and port, and the test waits for recovery by polling the store
+read-only (no fibers, no pending/running submission) and ``GET …/get-messages``; a request the server
+never stored is sent again through the hook (as a user would), and a call left waiting on a human is
+approved through the hook. After every turn the hook must be ``ready`` (not recovering, not streaming) and
+show exactly the stored transcript, and no "recovering" flag may be left in the store.
 
 At the end: every user message is answered exactly once (the answer carries its ``end-<i>`` marker once)
 or ended with the terminal message; no message id, tool call or marker is duplicated; every tool result
-a client saw settled is stored with the same output; every submission is in a final status; a
-reconnecting client's transcript equals ``get-messages`` and the stored rows. The counts are printed.
+the hook saw settled is stored with the same output; every submission is in a final status; a freshly
+mounted hook (a reloaded page: ``/get-messages``, then the socket) shows exactly the stored transcript,
+which equals the stored rows. The counts are printed.
 
 A kill between storing a chat request's messages and the start of its turn
 (``test_kill_between_storing_a_request_and_its_turn``) is covered by the acceptance record Think writes
-before storing the messages (``Agent.record_fiber``): recovery retries it at the next wake.
+before storing the messages (``Agent.record_fiber``): recovery retries it at the next wake. A recovery that
+is settled by a later restart (killed again between the end of the continuation's stream and the end of its
+turn) must clear the "recovering" flag (``test_a_recovery_settled_by_a_later_restart_clears_the_recovering_flag``).
+Those two tests hold a turn at a precise point by its request id, which the hook cannot choose, so they speak
+the protocol from Python.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -43,6 +54,8 @@ from typing import Any
 
 import pytest
 
+from tests.e2e._hook_driver import HookDriver
+from tests.e2e._node import node_binary
 from tests.support.server import REPO, ServerProcess
 from tests.support.wsclient import AgentSocket
 
@@ -51,14 +64,15 @@ pytestmark = pytest.mark.slow
 APP = REPO / "tests" / "chaos" / "apps" / "chaos_app.py"
 AGENT, NAME = "chaos-chat", "run"
 AGENT_ID = f"{AGENT}/{NAME}"
-SEED, TURNS, KILLS = int(os.environ.get("CHAOS_SEED", "20260601")), 30, 12
+SEED, TURNS, KILLS = int(os.environ.get("CHAOS_SEED", "20260601")), 50, 20
 TERMINAL = "The assistant was interrupted and could not recover. Please try again."
 KILL_TYPES = ["before", "mid-text", "mid-tool", "approval", "submission"]
 FINAL = {"completed", "aborted", "skipped", "error"}
+RESPONSE = "cf_agent_use_chat_response"
 
 
 def chunk_of(frame: dict[str, Any]) -> dict[str, Any] | None:
-    if frame.get("type") != "cf_agent_use_chat_response" or not frame.get("body"):
+    if frame.get("type") != RESPONSE or not frame.get("body") or frame.get("error"):
         return None
     try:
         chunk = json.loads(frame["body"])
@@ -75,46 +89,65 @@ def tool_parts(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in message["parts"] if "toolCallId" in p]
 
 
+def canonical(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as the AI SDK keeps them: the server also stores ``toolName`` on static tool parts."""
+    out = json.loads(json.dumps(messages))
+    for message in out:
+        for part in message["parts"]:
+            if str(part.get("type", "")).startswith("tool-"):
+                part.pop("toolName", None)
+    return out
+
+
 class Chaos:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp = tmp_path
         self.db = tmp_path / "chaos.sqlite3"
-        self.store = f"sqlite:///{self.db}"
-        self.server: ServerProcess | None = None
+        self.server = ServerProcess(APP, f"sqlite:///{self.db}", tmp_path / "server1.log")
         self.starts = 0
-        self.settled: dict[str, Any] = {}  # toolCallId -> output seen settled by a client
+        self.hook: HookDriver | None = None
         self.counts: Counter[str] = Counter()
 
     # -- the server -----------------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Start (or restart) the server: same store, same port, a new log file."""
         self.starts += 1
-        self.server = ServerProcess(APP, self.store, self.tmp / f"server{self.starts}.log").start()
+        self.server.log_path = self.tmp / f"server{self.starts}.log"
+        self.server.start()
 
     def kill(self, kind: str, rng: random.Random) -> None:
-        """SIGKILL and restart; sometimes kill the restarted server again while it recovers the turn."""
-        assert self.server is not None
+        """SIGKILL and restart; sometimes kill the restarted server again while it recovers the turn.
+
+        Returns once the hook (if mounted) has seen the kill and its socket is open again: it reconnects by
+        itself."""
+        mark = self.hook.mark() if self.hook else 0
         self.server.kill9()
         self.counts[f"kill:{kind}"] += 1
-        if self.rows("SELECT id FROM ponder_fibers WHERE agent_id = ?"):
+        if self.fibers():
             self.counts["kills leaving an orphaned turn"] += 1
             if rng.random() < 0.3:
                 self.start()
-                time.sleep(rng.uniform(0.0, 0.2))  # the recovered turn is retried / continued meanwhile
-                if self.rows("SELECT id FROM ponder_fibers WHERE agent_id = ?"):
+                time.sleep(rng.uniform(0.0, 0.2))  # a random kill point while the turn is retried / continued
+                if self.fibers():
                     self.server.kill9()
                     self.counts["kill:during recovery"] += 1
-                else:
-                    return
-        self.start()
+        if self.server.proc is None or self.server.proc.poll() is not None:
+            self.start()
+        if self.hook is not None:
+            closed = self.hook.wait_event(
+                lambda e: e["event"] == "close", "the hook to see the kill", since=mark
+            )
+            self.hook.wait_event(
+                lambda e: e["event"] == "open", "the hook to reconnect", since=closed["i"], timeout=30
+            )
 
     def log(self) -> str:
-        return self.server.log() if self.server else ""
+        return f"--- server log ({self.server.log_path})\n{self.server.log()}"
 
     # -- reading state --------------------------------------------------------------------------------
 
     def http(self, method: str, path: str, body: Any = None) -> Any:
-        assert self.server is not None
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(
             f"{self.server.base_url}/agents/{AGENT}/{NAME}/{path}",
@@ -142,22 +175,24 @@ class Chaos:
         finally:
             conn.close()
 
+    def fibers(self) -> list[dict[str, Any]]:
+        return self.rows("SELECT id FROM ponder_fibers WHERE agent_id = ?")
+
     def quiet(self) -> bool:
-        fibers = self.rows("SELECT id FROM ponder_fibers WHERE agent_id = ?")
         busy = self.rows(
             "SELECT submission_id FROM ponder_think_submissions"
             " WHERE agent_id = ? AND status IN ('pending', 'running')"
         )
-        return not fibers and not busy
+        return not self.fibers() and not busy
 
-    async def until(self, condition: Any, what: str, limit: float = 20.0) -> Any:
-        """Poll another process's durable state until ``condition()`` is truthy."""
+    def until(self, condition: Any, what: str, limit: float = 20.0) -> Any:
+        """Poll another process's durable state until ``condition()`` is truthy (it has no events)."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             value = condition()
             if value:
                 return value
-            await asyncio.sleep(0.03)
+            time.sleep(0.03)
         raise AssertionError(f"timed out waiting for {what}\n{self.log()}")
 
     def answer_to(self, text: str) -> dict[str, Any] | bool | None:
@@ -168,160 +203,144 @@ class Chaos:
                 return msgs[k + 1] if k + 1 < len(msgs) else None
         return False
 
-    # -- driving turns --------------------------------------------------------------------------------
+    # -- the hook -------------------------------------------------------------------------------------
 
-    async def socket(self) -> AgentSocket:
-        assert self.server is not None
-        sock = await AgentSocket.open(self.server.ws_url, AGENT, NAME)
-        await sock.handshake()
-        return sock
+    def mount_hook(self) -> HookDriver:
+        self.hook = HookDriver(
+            f"127.0.0.1:{self.server.port}", NAME, AGENT, self.tmp / "hook.stderr", context=self.log
+        )
+        self.hook.start()
+        self.hook.call("connected")
+        return self.hook
 
-    def observe(self, sock: AgentSocket) -> None:
-        for frame in sock.frames:
+    def settled_results(self) -> dict[str, Any]:
+        """toolCallId → output of every tool result the hook saw settled (live or replayed)."""
+        assert self.hook is not None
+        out: dict[str, Any] = {}
+        for frame in self.hook.frames():
             chunk = chunk_of(frame)
             if chunk and chunk.get("type") == "tool-output-available" and not chunk.get("preliminary"):
-                self.settled[chunk["toolCallId"]] = chunk["output"]
+                out[chunk["toolCallId"]] = chunk["output"]
+        return out
 
-    async def send_ws(self, sock: AgentSocket, text: str, request_id: str | None = None) -> str:
-        request_id = request_id or uuid.uuid4().hex[:8]
-        user = {"id": f"u-{uuid.uuid4().hex[:8]}", "role": "user", "parts": [{"type": "text", "text": text}]}
-        body = {"messages": [*self.messages(), user], "trigger": "submit-message"}
-        await sock.ws.send(
-            json.dumps(
-                {
-                    "type": "cf_agent_use_chat_request",
-                    "id": request_id,
-                    "init": {"method": "POST", "body": json.dumps(body)},
-                }
-            )
+    def hook_agrees(self, statuses: tuple[str, ...] = ("ready",)) -> dict[str, Any]:
+        """Wait until the hook is idle (status in ``statuses``) and shows exactly the stored transcript.
+
+        Also: with recovery settled, no "recovering" flag is left behind (every client that connects while
+        it is set is told a recovery is in progress)."""
+        assert self.hook is not None
+        flag = self.rows("SELECT value FROM ponder_think_config WHERE agent_id = ? AND key = 'recovering'")
+        assert not flag, f"recovery settled but the recovering flag is still set: {flag}\n{self.log()}"
+        stored = self.messages()
+        state = self.hook.call(
+            "idle", statuses=list(statuses), transcript=stored, timeout_ms=15000, timeout=20
         )
-        self.counts["ws requests"] += 1
-        return request_id
+        self.counts[f"hook status after a turn: {state['status']}"] += 1
+        return state
 
-    async def ws_turn(self, text: str, kill: str | None, rng: random.Random) -> None:
-        sock = await self.socket()
-        request_id = await self.send_ws(sock, text)
+    # -- driving turns --------------------------------------------------------------------------------
 
-        def ours(pred: Any) -> Any:
-            return lambda f: f.get("id") == request_id and (c := chunk_of(f)) is not None and pred(c)
+    def hook_turn(self, text: str, kill: str | None, rng: random.Random) -> None:
+        """``text`` sent by the hook; the kill point is picked from the frames the hook receives."""
+        hook = self.hook
+        assert hook is not None
+        mark = hook.mark()
+        hook.call("send", text=text)
+        self.counts["hook requests"] += 1
+        sent = hook.wait_event(
+            lambda e: e["event"] == "sent" and e["data"].get("type") == "cf_agent_use_chat_request",
+            "the hook's chat request",
+            since=mark,
+        )
+        request_id = sent["data"]["id"]
 
-        try:
-            if (
-                kill == "before"
-            ):  # the turn started (fiber, stream opened), nothing streamed yet: see KNOWN GAP
-                await sock.wait_for(ours(lambda c: c.get("type") == "start"))
-                await asyncio.sleep(rng.uniform(0.0, 0.01))
+        def ours(kind: str) -> Any:
+            return lambda e: (
+                e["event"] == "frame"
+                and e["data"].get("id") == request_id
+                and (chunk_of(e["data"]) or {}).get("type") == kind
+            )
+
+        def done(e: dict[str, Any]) -> bool:
+            return (
+                e["event"] == "frame" and e["data"].get("id") == request_id and e["data"].get("done") is True
+            )
+
+        if kill is None:
+            hook.wait_event(done, "the turn to end", since=mark, timeout=30)
+        else:
+            if kill == "before":  # the turn started (fiber, stream opened), the model still thinks
+                hook.wait_event(ours("start"), "the turn's start chunk", since=mark)
+                time.sleep(rng.uniform(0.0, 0.02))  # a random kill point, not a wait for anything
             elif kill == "mid-text":
-                n = rng.randint(2, 12)
-                await sock.wait_for(
-                    lambda f: (
-                        f.get("id") == request_id
-                        and sum(
-                            1 for g in sock.frames if (c := chunk_of(g)) and c.get("type") == "text-delta"
-                        )
-                        >= n
-                    )
-                )
+                at = mark
+                for _ in range(rng.randint(2, 12)):
+                    at = hook.wait_event(ours("text-delta"), "text deltas", since=at)["i"] + 1
             elif kill == "mid-tool":
                 kind = rng.choice(["tool-input-available", "tool-output-available"])
-                await sock.wait_for(ours(lambda c: c.get("type") == kind))
-            elif (
-                kill == "approval"
-            ):  # at the request chunk (turn in flight), or once the turn waits on a human
-                await sock.wait_for(ours(lambda c: c.get("type") == "tool-approval-request"))
+                hook.wait_event(ours(kind), kind, since=mark)
+            elif kill == "approval":
+                # At the request chunk (the turn in flight), or once the turn has ended waiting on a human.
+                hook.wait_event(ours("tool-approval-request"), "the approval request", since=mark)
                 if rng.random() < 0.5:
-                    await sock.wait_for(
-                        lambda f: (
-                            f.get("type") == "cf_agent_use_chat_response"
-                            and f.get("id") == request_id
-                            and f["done"]
-                        )
-                    )
-            else:
-                await sock.wait_for(
-                    lambda f: (
-                        f.get("type") == "cf_agent_use_chat_response"
-                        and f.get("id") == request_id
-                        and f["done"]
-                    ),
-                    timeout=20,
-                )
-        finally:
-            self.observe(sock)
-            if kill:
-                self.kill(kill, rng)
-            await sock.close()
-        await self.finish(text, resend=True)
+                    hook.wait_event(done, "the turn to end waiting for the approval", since=mark)
+            self.kill(kill, rng)
+        self.finish(text, resend=True)
 
-    async def submission_turn(self, text: str, kill: bool, rng: random.Random) -> None:
+    def submission_turn(self, text: str, kill: bool, rng: random.Random) -> None:
         sub_id = f"s-{uuid.uuid4().hex[:8]}"
         user = {"id": f"u-{uuid.uuid4().hex[:8]}", "role": "user", "parts": [{"type": "text", "text": text}]}
         accepted = self.http("POST", "submissions", {"messages": [user], "submission_id": sub_id})
         assert accepted["accepted"] is True
         self.counts["http submissions"] += 1
         if kill:
-            await self.until(
+            self.until(
                 lambda: self.http("GET", f"submissions/{sub_id}")["status"] != "pending",
                 "submission running",
                 20,
             )
-            await asyncio.sleep(rng.uniform(0.0, 0.15))
+            time.sleep(rng.uniform(0.0, 0.15))  # a random kill point in the drain
             self.kill("submission", rng)
-        await self.until(
+        self.until(
             lambda: self.http("GET", f"submissions/{sub_id}")["status"] in FINAL, "submission final", 30
         )
-        await self.finish(text, resend=False)
+        self.finish(text, resend=False)
 
-    async def finish(self, text: str, *, resend: bool) -> None:
-        """Let recovery settle, then make sure ``text`` is answered (resend / approve as a client would)."""
+    def finish(self, text: str, *, resend: bool) -> None:
+        """Let recovery settle, make sure ``text`` is answered (resend / approve through the hook, as a user
+        would), then wait until the hook shows exactly the stored transcript."""
+        assert self.hook is not None
+        marker = f"end-{text.split()[1]}"
         for _ in range(4):
-            await self.until(self.quiet, "recovery to settle (no fibers, no running submission)")
-            answer = await self.until(lambda: self.answer_to(text) is not None or None, f"{text!r} answered?")
-            answer = self.answer_to(text)
+            self.until(self.quiet, "recovery to settle (no fibers, no running submission)")
+            # [answer]: False if text is not stored, else the message after it (the store is polled until
+            # there is one)
+            (answer,) = self.until(
+                lambda: None if (a := self.answer_to(text)) is None else [a], f"{text!r} answered?"
+            )
             if answer is False:
                 assert resend, f"submission {text!r} was accepted but its message is not stored"
                 self.counts["resent (never stored)"] += 1
-                sock = await self.socket()
-                await self.send_ws(sock, text)
-                await sock.wait_for(
-                    lambda f: (
-                        f.get("type") == "cf_agent_use_chat_response" and f["done"] and not f.get("replay")
-                    ),
-                    timeout=20,
-                )
-                self.observe(sock)
-                await sock.close()
-                continue
-            if answer is None:
-                await asyncio.sleep(0.05)
+                self.hook_agrees()  # the hook dropped the unsent message when it got the transcript
+                self.hook.call("send", text=text)
                 continue
             waiting = [p for p in tool_parts(answer) if p.get("state") == "approval-requested"]
             if waiting:
-                sock = await self.socket()
+                self.hook_agrees()
                 for part in waiting:
-                    await sock.ws.send(
-                        json.dumps(
-                            {
-                                "type": "cf_agent_tool_approval",
-                                "toolCallId": part["toolCallId"],
-                                "approved": True,
-                                "autoContinue": True,
-                            }
-                        )
-                    )
+                    self.hook.call("approve", toolCallId=part["toolCallId"])
                     self.counts["approvals sent"] += 1
-                marker = f"end-{text.split()[1]}"
-                await self.until(
-                    lambda m=marker: (a := self.answer_to(text)) and m in text_of(a),
-                    f"{text!r} after approval",
+                self.until(
+                    lambda: (a := self.answer_to(text)) and marker in text_of(a), f"{text!r} after approval"
                 )
-                self.observe(sock)
-                await sock.close()
                 continue
-            marker = f"end-{text.split()[1]}"
-            if marker in text_of(answer) or TERMINAL in text_of(answer):
+            if marker in text_of(answer):
+                self.hook_agrees()
                 return
-            await asyncio.sleep(0.05)
+            if TERMINAL in text_of(answer):  # recovery gave up: the hook may show the error it was sent
+                self.hook_agrees(("ready", "error"))
+                return
+            time.sleep(0.05)  # answered, but not finished: the store is polled again
         raise AssertionError(f"{text!r} never answered: {self.answer_to(text)}\n{self.log()}")
 
 
@@ -332,37 +351,39 @@ def plan(rng: random.Random) -> list[tuple[str, str, str | None]]:
     for i in range(TURNS):
         kill = kills.get(i)
         if kill == "mid-text":
-            turns.append(("plain", "ws", kill))
+            turns.append(("plain", "hook", kill))
         elif kill == "mid-tool":
-            turns.append(("tool", "ws", kill))
+            turns.append(("tool", "hook", kill))
         elif kill == "approval":
-            turns.append(("approve", "ws", kill))
+            turns.append(("approve", "hook", kill))
         elif kill == "submission":
             turns.append((rng.choice(["plain", "tool"]), "http", kill))
         elif kill == "before":
-            turns.append((rng.choice(["plain", "tool"]), "ws", kill))
+            turns.append((rng.choice(["plain", "tool"]), "hook", kill))
         else:
             kind = rng.choices(["plain", "tool", "approve"], [6, 3, 1])[0]
-            transport = "http" if kind != "approve" and rng.random() < 0.25 else "ws"
+            transport = "http" if kind != "approve" and rng.random() < 0.25 else "hook"
             turns.append((kind, transport, None))
     return turns
 
 
-async def test_chaos_kill9_across_turns(tmp_path: Path) -> None:
+def test_chaos_kill9_across_turns(tmp_path: Path) -> None:
+    node_binary()  # fail early, with the install hint, when the npm clients are missing
     began = time.monotonic()
     rng = random.Random(SEED)
     chaos = Chaos(tmp_path)
     chaos.start()
     texts: list[str] = []
     try:
+        hook = chaos.mount_hook()
         for i, (kind, transport, kill) in enumerate(plan(rng)):
             text = f"{kind} {i}"
             texts.append(text)
             chaos.counts[f"turn:{kind}"] += 1
             if transport == "http":
-                await chaos.submission_turn(text, kill == "submission", rng)
+                chaos.submission_turn(text, kill == "submission", rng)
             else:
-                await chaos.ws_turn(text, kill, rng)
+                chaos.hook_turn(text, kill, rng)
 
         # -- final checks ------------------------------------------------------------------------------
         msgs = chaos.messages()
@@ -388,7 +409,8 @@ async def test_chaos_kill9_across_turns(tmp_path: Path) -> None:
                     assert part["output"] == {"n": n, "square": n * n}
         assert len(call_ids) == len(set(call_ids)), "duplicated tool part"
         by_id = {p["toolCallId"]: p for m in msgs for p in tool_parts(m)}
-        for call_id, output in chaos.settled.items():
+        settled = chaos.settled_results()
+        for call_id, output in settled.items():
             assert call_id in by_id, f"settled tool result {call_id} lost"
             assert by_id[call_id]["state"] == "output-available" and by_id[call_id]["output"] == output
 
@@ -400,10 +422,12 @@ async def test_chaos_kill9_across_turns(tmp_path: Path) -> None:
         stored = chaos.rows("SELECT id, role FROM ponder_session_messages WHERE agent_id = ? ORDER BY seq")
         assert [(r["id"], r["role"]) for r in stored] == [(m["id"], m["role"]) for m in msgs]
 
-        sock = await chaos.socket()
-        view = await sock.wait_for(lambda f: f.get("type") == "cf_agent_chat_messages")
-        await sock.close()
-        assert view["messages"] == msgs, "a reconnecting client's view equals the stored transcript"
+        # The hook that lived through every kill shows the stored transcript; so does a reloaded page.
+        assert canonical(hook.call("state")["messages"]) == canonical(msgs)
+        hook.call("unmount")
+        hook.call("mount", client="B")
+        view = hook.call("connected", client="B")
+        assert canonical(view["messages"]) == canonical(msgs), "a reconnecting client's view equals the store"
 
         elapsed = time.monotonic() - began
         counts = {
@@ -414,17 +438,21 @@ async def test_chaos_kill9_across_turns(tmp_path: Path) -> None:
             "answered with marker": TURNS - terminal,
             "ended with terminal message": terminal,
             "tool parts": len(call_ids),
-            "settled results seen by clients": len(chaos.settled),
+            "settled results seen by the hook": len(settled),
             "interrupted tool parts (output-error)": sum(
                 1 for m in msgs for p in tool_parts(m) if p["state"] == "output-error"
             ),
             "submission statuses": dict(Counter(s["status"] for s in subs)),
+            "hook reconnects": len(hook.of("open", client="A")) - 1,
+            "frames the hook received": len(hook.frames()),
             **{k: v for k, v in sorted(chaos.counts.items())},
             "seconds": round(elapsed, 1),
         }
         print("chaos counts:", json.dumps(counts, indent=1))
     finally:
-        if chaos.server and chaos.server.proc and chaos.server.proc.poll() is None:
+        if chaos.hook is not None:
+            chaos.hook.close()
+        if chaos.server.proc and chaos.server.proc.poll() is None:
             chaos.server.terminate()
 
 
@@ -432,18 +460,94 @@ async def test_kill_between_storing_a_request_and_its_turn(tmp_path: Path) -> No
     chaos = Chaos(tmp_path)
     chaos.start()
     try:
-        sock = await chaos.socket()
-        await chaos.send_ws(sock, "plain 0", request_id=f"hold-{uuid.uuid4().hex[:8]}")
-        await chaos.until(lambda: chaos.answer_to("plain 0") is None, "the request's message to be stored")
+        sock = await AgentSocket.open(chaos.server.ws_url, AGENT, NAME)
+        await sock.handshake()
+        user = {
+            "id": f"u-{uuid.uuid4().hex[:8]}",
+            "role": "user",
+            "parts": [{"type": "text", "text": "plain 0"}],
+        }
+        body = {"messages": [user], "trigger": "submit-message"}
+        request = {"method": "POST", "body": json.dumps(body)}
+        await sock.ws.send(
+            json.dumps(
+                {"type": "cf_agent_use_chat_request", "id": f"hold-{uuid.uuid4().hex[:8]}", "init": request}
+            )
+        )
+        chaos.until(lambda: chaos.answer_to("plain 0") is None, "the request's message to be stored")
         chaos.kill("stored, no fiber yet", random.Random(SEED))
         await sock.close()
-        await chaos.until(chaos.quiet, "recovery to settle")
-        answered = await chaos.until(
+        chaos.until(chaos.quiet, "recovery to settle")
+        answered = chaos.until(
             lambda: (a := chaos.answer_to("plain 0")) and "end-0" in text_of(a),
             "the stored request answered",
             5,
         )
         assert answered
     finally:
-        if chaos.server and chaos.server.proc and chaos.server.proc.poll() is None:
+        if chaos.server.proc and chaos.server.proc.poll() is None:
+            chaos.server.terminate()
+
+
+async def test_a_recovery_settled_by_a_later_restart_clears_the_recovering_flag(tmp_path: Path) -> None:
+    """Killed mid-reply, restarted: recovery sets the "recovering" flag and continues the reply. Killed again
+    after the continuation's stream finished but before its turn ended: the next start finds the stream
+    finished and settles it. The flag must be cleared then, or every client that connects is told, for the
+    flag's 15-minute lifetime, that a recovery is in progress (the stock hook shows it as ``isRecovering``)."""
+    chaos = Chaos(tmp_path)
+    chaos.start()
+    request_id = f"holdend-{uuid.uuid4().hex[:8]}"
+    try:
+        sock = await AgentSocket.open(chaos.server.ws_url, AGENT, NAME)
+        await sock.handshake()
+        user = {
+            "id": f"u-{uuid.uuid4().hex[:8]}",
+            "role": "user",
+            "parts": [{"type": "text", "text": "plain 0"}],
+        }
+        body = {"messages": [user], "trigger": "submit-message"}
+        request = {"method": "POST", "body": json.dumps(body)}
+        await sock.ws.send(
+            json.dumps({"type": "cf_agent_use_chat_request", "id": request_id, "init": request})
+        )
+        deltas = [0]
+
+        def third_delta(frame: dict[str, Any]) -> bool:
+            deltas[0] += frame.get("id") == request_id and (chunk_of(frame) or {}).get("type") == "text-delta"
+            return deltas[0] >= 3
+
+        await sock.wait_for(third_delta)
+        chaos.server.kill9()
+        chaos.start()
+        await sock.close()
+
+        # The recovered continuation streams; this client ACKs its offer and sees its finish chunk (the app
+        # then holds the turn open: the kill lands between the end of the stream and the end of the turn).
+        sock = await AgentSocket.open(chaos.server.ws_url, AGENT, NAME)
+        offer = await sock.wait_for(lambda f: f.get("type") == "cf_agent_stream_resuming")
+        assert offer["id"] == request_id
+        await sock.ws.send(json.dumps({"type": "cf_agent_stream_resume_ack", "id": request_id}))
+        await sock.wait_for(
+            lambda f: (
+                f.get("id") == request_id
+                and f.get("continuation") is True
+                and (chunk_of(f) or {}).get("type") == "finish"
+            )
+        )
+        flag_sql = "SELECT value FROM ponder_think_config WHERE agent_id = ? AND key = 'recovering'"
+        assert chaos.rows(flag_sql), "the recovery in progress is flagged"
+        chaos.server.kill9()
+        chaos.start()
+        await sock.close()
+
+        chaos.until(chaos.quiet, "recovery to settle")
+        answer = chaos.answer_to("plain 0")
+        assert isinstance(answer, dict) and text_of(answer).count("end-0") == 1, answer
+        assert not chaos.rows(flag_sql), "the recovery is over but still flagged"
+        sock = await AgentSocket.open(chaos.server.ws_url, AGENT, NAME)
+        await sock.wait_for(lambda f: f.get("type") == "cf_agent_chat_messages")
+        await sock.close()
+        assert {"type": "cf_agent_chat_recovering", "recovering": True, "id": request_id} not in sock.frames
+    finally:
+        if chaos.server.proc and chaos.server.proc.poll() is None:
             chaos.server.terminate()

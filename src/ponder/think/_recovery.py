@@ -332,6 +332,7 @@ class Recovery:
             )
             await self._settle(request_id, open_stream, "completed")  # a closed stream keeps its status
             await self._forget_incident(request_id)
+            await self._set_recovering(None, request_id)  # set by an earlier attempt the process died in
             return
         if persistable:
             partial = await self.repair(partial, server)
@@ -345,6 +346,7 @@ class Recovery:
                     "%r: interrupted turn %s: the conversation moved on; not retried", agent, request_id
                 )
                 await self._settle(request_id, stream_id, "error")
+                await self._set_recovering(None, request_id)
                 return
             kind: Literal["retry", "continue"] = "retry"
         else:
@@ -353,6 +355,7 @@ class Recovery:
             await self._persist(partial, parent, snap)
         if any(waits_on_human(p, server) for p in partial.get("parts") or ()):
             await self._settle(request_id, stream_id, "completed")  # a settled wait: nothing to recover
+            await self._set_recovering(None, request_id)
             return
         progress = int(snap.get("progress_base") or 0) + _progress(chunks)
         reason, attempt = await self._charge(request_id, progress)
@@ -377,6 +380,7 @@ class Recovery:
         if decision == "persist" or (isinstance(decision, ChatRecoveryDecision) and not decision.continue_):
             await self._settle(request_id, stream_id, "completed")
             await self._forget_incident(request_id)
+            await self._set_recovering(None, request_id)
             return
         await self._settle(request_id, stream_id, "completed")
         await self._set_recovering(request_id, request_id)
@@ -401,6 +405,7 @@ class Recovery:
             body=dict(snap.get("body") or {}),
             message_ids=list(snap.get("message_ids") or []),
             client_tools=snap.get("client_tools"),
+            message_id=snap.get("message_id") if continue_id is None else None,
         )
         spec.recovery = True
         spec.progress_base = progress

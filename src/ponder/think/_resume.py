@@ -11,7 +11,8 @@ Cloudflare's ``ResumeHandshake`` (``reference/js-client-protocol.md`` §7):
 - a turn is accepted (queued, debouncing, or a client-tool continuation waiting for its batch) but not yet
   streaming → the connection is *parked* with ``cf_agent_stream_pending``; when the next stream starts it
   gets ``cf_agent_stream_resuming``; if the queue empties without a stream it gets ``resume_none``;
-- otherwise → ``cf_agent_stream_resume_none {reason: "idle"}``.
+- otherwise → ``cf_agent_stream_resume_none {reason: "idle"}``, after ``cf_agent_chat_recovering
+  {recovering: false}`` (a reconnecting client may still show a recovery whose end it missed).
 
 The chunks replayed for a running turn are held in memory. After a restart, a stream the dead process left
 ``streaming`` (no live producer) is offered the same way: its durable chunks replay, and the closing
@@ -97,6 +98,10 @@ class ResumeHandshake:
             self.parked[connection.id] = probe_id
             self._send(connection, {"type": "cf_agent_stream_pending", "id": pending}, probe_id)
             return
+        # Idle: no turn runs or waits to run, so no recovery is in progress either. The stock hook probes after
+        # every reconnect; if it saw "recovering" and missed the clear (it was offline, or the process died
+        # first), nothing else would ever reset its ``isRecovering``.
+        connection.send({"type": "cf_agent_chat_recovering", "recovering": False})
         self._send(connection, {"type": "cf_agent_stream_resume_none", "reason": "idle"}, probe_id)
 
     def on_ack(self, connection: Connection, request_id: str) -> None:

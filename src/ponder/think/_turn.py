@@ -110,6 +110,9 @@ class TurnSpec:
     progress_base: int = 0
     #: A stall handed the turn to recovery: its outcome belongs to the recovered turn.
     recovering_after: bool = False
+    #: A recovered retry answers under the message id the interrupted attempt announced in its ``start``
+    #: chunk, so a client that saw that attempt replaces its message instead of keeping a stale one.
+    message_id: str | None = None
 
     @property
     def continuation(self) -> bool:
@@ -156,7 +159,7 @@ class Turn:
             # A copy: the stored (cached) message changes only when the turn persists its own.
             self.acc = MessageAccumulator(message=copy.deepcopy(seed), continuation=True)
         else:
-            self.acc = MessageAccumulator()
+            self.acc = MessageAccumulator(spec.message_id)
         self._text_id: str | None = None
         self._reasoning_id: str | None = None
         self._part_counter = 0

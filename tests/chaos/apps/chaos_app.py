@@ -7,8 +7,11 @@
 the idempotent server tool ``square`` (its settled result, ``{"n": i, "square": i*i}``, is checkable);
 ``approve`` calls the approval-gated ``confirm`` first. After a tool result the model writes
 ``result <output> end-<i>``. A recovered continuation (the ephemeral continue prompt) writes only what is
-missing: ``end-<i>`` when the partial lacks it, else ``.``. Chunks are 0.015 s apart. A request id
-starting with ``hold-`` is held between storing its messages and starting its turn (see ``_check_runnable``).
+missing: ``end-<i>`` when the partial lacks it, else ``.``. Every model call first "thinks" for
+``THINK_SECONDS`` (the turn's ``start`` chunk is out, nothing else: the test's "before streaming" kill point),
+then streams its chunks 0.015 s apart. A request id starting with ``hold-`` is held between storing its
+messages and starting its turn (see ``_check_runnable``); one starting with ``holdend-`` is held, once it has
+been recovered, right after its ``finish`` chunk is stored and before the turn ends (see ``on_chunk``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ponder.think._turn import CONTINUE_PROMPT
 
 USER = re.compile(r"^(plain|tool|approve) (\d+)$")
 CHUNK_DELAY = 0.015
+THINK_SECONDS = 0.06
 
 
 @tool(idempotent=True)
@@ -39,7 +43,13 @@ def confirm(n: int) -> dict[str, int]:
     return {"n": n, "confirmed": n + 1000}
 
 
-def answer(request: ModelRequest) -> Any:
+async def answer(request: ModelRequest) -> Any:
+    """The reply to ``request`` (after a pause to think)."""
+    await asyncio.sleep(THINK_SECONDS)
+    return reply_to(request)
+
+
+def reply_to(request: ModelRequest) -> Any:
     """The reply to ``request``: a function of the last real user message and what followed it."""
     kind, i, after = "plain", -1, []
     for index in range(len(request.messages) - 1, -1, -1):
@@ -85,6 +95,18 @@ class ChaosChat(Think):
 
     def get_tools(self) -> list[Any]:
         return [square, confirm]
+
+    async def on_chunk(self, chunk: dict[str, Any]) -> None:
+        """Test double: a recovered ``holdend-`` turn waits 30 s once its ``finish`` chunk is stored (the
+        window between the end of the stream and the end of the turn, where a kill can hit)."""
+        turn = self._streaming
+        if (
+            chunk.get("type") == "finish"
+            and turn is not None
+            and turn.spec.recovery
+            and turn.request_id.startswith("holdend-")
+        ):
+            await asyncio.sleep(30)
 
     async def _check_runnable(self, spec: Any) -> None:
         """Test double: a request whose id starts with ``hold-`` waits 30 s after its messages are stored
