@@ -456,24 +456,23 @@ def test_chaos_kill9_across_turns(tmp_path: Path) -> None:
             chaos.server.terminate()
 
 
+async def send_plain_request(chaos: Chaos, request_id: str) -> AgentSocket:
+    """Open a socket and send the chat request "plain 0" as the stock client does; return the socket."""
+    assert chaos.server is not None
+    sock = await AgentSocket.open(chaos.server.ws_url, AGENT, NAME)
+    await sock.handshake()
+    user = {"id": f"u-{uuid.uuid4().hex[:8]}", "role": "user", "parts": [{"type": "text", "text": "plain 0"}]}
+    body = {"messages": [user], "trigger": "submit-message"}
+    init = {"method": "POST", "body": json.dumps(body)}
+    await sock.ws.send(json.dumps({"type": "cf_agent_use_chat_request", "id": request_id, "init": init}))
+    return sock
+
+
 async def test_kill_between_storing_a_request_and_its_turn(tmp_path: Path) -> None:
     chaos = Chaos(tmp_path)
     chaos.start()
     try:
-        sock = await AgentSocket.open(chaos.server.ws_url, AGENT, NAME)
-        await sock.handshake()
-        user = {
-            "id": f"u-{uuid.uuid4().hex[:8]}",
-            "role": "user",
-            "parts": [{"type": "text", "text": "plain 0"}],
-        }
-        body = {"messages": [user], "trigger": "submit-message"}
-        request = {"method": "POST", "body": json.dumps(body)}
-        await sock.ws.send(
-            json.dumps(
-                {"type": "cf_agent_use_chat_request", "id": f"hold-{uuid.uuid4().hex[:8]}", "init": request}
-            )
-        )
+        sock = await send_plain_request(chaos, f"hold-{uuid.uuid4().hex[:8]}")
         chaos.until(lambda: chaos.answer_to("plain 0") is None, "the request's message to be stored")
         chaos.kill("stored, no fiber yet", random.Random(SEED))
         await sock.close()
@@ -498,18 +497,7 @@ async def test_a_recovery_settled_by_a_later_restart_clears_the_recovering_flag(
     chaos.start()
     request_id = f"holdend-{uuid.uuid4().hex[:8]}"
     try:
-        sock = await AgentSocket.open(chaos.server.ws_url, AGENT, NAME)
-        await sock.handshake()
-        user = {
-            "id": f"u-{uuid.uuid4().hex[:8]}",
-            "role": "user",
-            "parts": [{"type": "text", "text": "plain 0"}],
-        }
-        body = {"messages": [user], "trigger": "submit-message"}
-        request = {"method": "POST", "body": json.dumps(body)}
-        await sock.ws.send(
-            json.dumps({"type": "cf_agent_use_chat_request", "id": request_id, "init": request})
-        )
+        sock = await send_plain_request(chaos, request_id)
         deltas = [0]
 
         def third_delta(frame: dict[str, Any]) -> bool:

@@ -43,6 +43,7 @@ import React, { Suspense, useEffect } from "react";
 import TestRenderer from "react-test-renderer";
 import { useAgent } from "agents/react";
 import { useAgentChat } from "@cloudflare/ai-chat/react";
+import { Waitable, lastAssistant, shapeOf, summary, textOf } from "./hook-common.mjs";
 
 const argv = process.argv.slice(2);
 function opt(name, fallback) {
@@ -71,77 +72,15 @@ process.on("unhandledRejection", (err) => {
 
 // --- one mounted hook ------------------------------------------------------------------------------
 
-class HookRecord {
+class HookRecord extends Waitable {
   constructor(label) {
-    this.label = label;
+    super(label);
     this.frames = [];
     this.sent = [];
-    this.chat = null; // the useAgentChat result of the latest commit
     this.agent = null;
     this.renderer = null;
-    this.waiters = [];
     this.lastSummary = "";
   }
-  check() {
-    for (const w of [...this.waiters]) {
-      let ok = false;
-      try {
-        ok = w.pred(this);
-      } catch (err) {
-        this.waiters.splice(this.waiters.indexOf(w), 1);
-        clearTimeout(w.timer);
-        w.reject(err);
-        continue;
-      }
-      if (ok) {
-        this.waiters.splice(this.waiters.indexOf(w), 1);
-        clearTimeout(w.timer);
-        w.resolve(this);
-      }
-    }
-  }
-  /** Resolve once pred(this) holds (checked now, after every commit and every frame); reject after ms. */
-  until(what, pred, ms) {
-    return new Promise((resolve, reject) => {
-      const w = { pred, resolve, reject };
-      w.timer = setTimeout(() => {
-        this.waiters.splice(this.waiters.indexOf(w), 1);
-        reject(new Error(`hook ${this.label}: gave up after ${ms} ms waiting for ${what}; state ${JSON.stringify(summary(this.chat))}`));
-      }, ms);
-      this.waiters.push(w);
-      this.check();
-    });
-  }
-}
-
-function textOf(message) {
-  return (message?.parts ?? [])
-    .filter((p) => p.type === "text")
-    .map((p) => p.text)
-    .join("");
-}
-
-function lastAssistant(messages) {
-  for (let i = (messages?.length ?? 0) - 1; i >= 0; i--) if (messages[i].role === "assistant") return messages[i];
-  return null;
-}
-
-function shapeOf(part) {
-  return part.state ? `${part.type}:${part.state}` : part.type;
-}
-
-function summary(chat) {
-  if (!chat) return null;
-  const last = chat.messages[chat.messages.length - 1];
-  return {
-    status: chat.status,
-    isServerStreaming: chat.isServerStreaming,
-    isRecovering: chat.isRecovering,
-    isToolContinuation: chat.isToolContinuation,
-    error: chat.error ? String(chat.error.message ?? chat.error) : null,
-    count: chat.messages.length,
-    last: last ? { id: last.id, role: last.role, text: textOf(last), parts: last.parts.map(shapeOf) } : null,
-  };
 }
 
 /** A message as the AI SDK keeps it: the server also stores toolName on static tool-* parts. */

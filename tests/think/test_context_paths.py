@@ -22,11 +22,11 @@ from starlette.testclient import TestClient
 from ponder import AgentHost, ContextBlock
 from ponder.chat import MessageAccumulator
 from ponder.server import App
-from ponder.sessions import Session, create_compact_function
 from ponder.testing import ScriptedModel, error, tool_call
 from ponder.think import Think, tool
 
 from .conftest import Client, user
+from .test_context import compacting
 from .test_sessions import long_pairs, request_texts
 
 OVERFLOW = (
@@ -198,29 +198,6 @@ async def test_a_memory_write_reaches_the_prompt_only_after_a_rebuild(
 
 
 # -- context-window overflow --------------------------------------------------------------------------------
-
-
-def compacting(model: ScriptedModel, calls: list[int] | None = None, **attrs: Any) -> type[Think]:
-    async def summarize(prompt: str) -> str:
-        return "SUMMARY of the early conversation."
-
-    stock = create_compact_function(summarize, keep_recent_tokens=200, protect_head=1)
-
-    async def compact(view: list[dict[str, Any]]) -> Any:
-        if calls is not None:
-            calls.append(len(view))
-        return await stock(view)
-
-    class Overflowing(Think):
-        def get_model(self) -> Any:
-            return model
-
-        def configure_session(self, session: Session) -> None:
-            session.on_compaction(compact)
-
-    for key, value in attrs.items():
-        setattr(Overflowing, key, value)
-    return Overflowing
 
 
 async def test_reactive_overflow_compacts_once_and_the_caller_sees_one_good_reply(
