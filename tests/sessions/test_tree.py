@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ponder.sessions import Session
@@ -252,3 +254,21 @@ async def test_upsert_of_the_cached_dict_changed_in_place_is_written(make_sessio
     await session.upsert(live)
     reopened = await make_session()
     assert (await reopened.get_message("a1"))["parts"][0]["text"] == "mutated in place"
+
+
+async def test_active_messages_json_follows_every_change(session: Session) -> None:
+    """The JSON of the window (what a transcript frame carries) reuses each message's encoding only while the
+    message is unchanged: upserts, new messages, branch switches and clears all show."""
+    await session.append_many(conversation(3))
+    assert json.loads(session.active_messages_json()) == session.active_messages()
+    await session.upsert(assistant("a1", "rewritten — ünïcode"))
+    assert json.loads(session.active_messages_json()) == session.active_messages()
+    assert "rewritten — ünïcode" in session.active_messages_json()
+    await session.append(user("u9", "after"))
+    await session.append(user("side", "a branch"), "a0")
+    assert json.loads(session.active_messages_json()) == session.active_messages()
+    assert ids(json.loads(session.active_messages_json())) == ["u0", "a0", "side"]
+    await session.set_active_leaf("u9")
+    assert json.loads(session.active_messages_json())[-1]["id"] == "u9"
+    await session.clear()
+    assert session.active_messages_json() == "[]"

@@ -29,14 +29,18 @@ class Node:
     """The body as the model sees it once older than the truncation cutoff."""
     converted: dict[bool, list[Any]] | None = None
     """Model messages converted from the full (False) and truncated (True) forms."""
+    wire: tuple[dict[str, Any], str] | None = None
+    """``(message, its compact JSON)``: the encoding a transcript frame reuses while ``message`` is current."""
 
     def invalidate(self) -> None:
         """The body changed: drop what was derived from it."""
         self.model_form = None
         self.converted = None
+        self.wire = None
 
     def forget(self) -> None:
         """Leave the hydrated window: drop the body and everything derived from it."""
         self.message = None
         self.model_form = None
         self.converted = None
+        self.wire = None

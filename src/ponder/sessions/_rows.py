@@ -24,6 +24,7 @@ from pydantic_core import from_json
 __all__ = [
     "ROW_BUDGET_BYTES",
     "EncodedMessage",
+    "encode_json",
     "encode_message",
     "estimate_message_tokens",
     "estimate_tokens",
@@ -54,7 +55,8 @@ class EncodedMessage:
     search_text: str
 
 
-def _dumps(message: Mapping[str, Any]) -> str:
+def encode_json(message: Mapping[str, Any]) -> str:
+    """Compact UTF-8 JSON of a message, as stored and as sent (escaped only where a lone surrogate needs it)."""
     text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
     try:
         text.encode("utf-8")
@@ -110,7 +112,7 @@ def split_utf8(data: bytes, budget: int) -> list[str]:
 
 def encode_message(message: Mapping[str, Any], *, row_budget: int = ROW_BUDGET_BYTES) -> EncodedMessage:
     """Serialize ``message`` once and derive everything its rows store."""
-    text = _dumps(message)
+    text = encode_json(message)
     data = text.encode("utf-8")
     slices = (text,) if len(data) <= row_budget else tuple(split_utf8(data, row_budget))
     return EncodedMessage(

@@ -36,6 +36,7 @@ from ._node import Node as _Node
 from ._rows import (
     ROW_BUDGET_BYTES,
     EncodedMessage,
+    encode_json,
     encode_message,
     parse_json,
     paused_gc,
@@ -273,6 +274,20 @@ class Session(SessionViews, SessionExtras):
         if last is not None:
             start = max(start, len(self._path) - max(0, last))
         return [node.message for node in self._path[start:]]  # type: ignore[misc]
+
+    def active_messages_json(self) -> str:
+        """:meth:`active_messages` as one compact JSON array text.
+
+        Each message's encoding is kept until the message changes, so a client frame carrying a long
+        transcript costs a join, not an encoding of every message, on each turn.
+        """
+        texts: list[str] = []
+        for node in self._path[self._window_start :]:
+            cached = node.wire
+            if cached is None or cached[0] is not node.message:
+                cached = node.wire = (node.message, encode_json(node.message))  # type: ignore[arg-type]
+            texts.append(cached[1])
+        return "[" + ",".join(texts) + "]"
 
     def branch_ids(self, message_id: str | None) -> list[str]:
         """Ids of the children of ``message_id`` (``None``: the roots), oldest first."""

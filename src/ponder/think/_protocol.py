@@ -63,7 +63,7 @@ class ChatProtocol(_Base):
     async def _on_connected(self, connection: Connection) -> None:
         await self._ensure_loaded()
         if self._resume.on_connect(connection):
-            connection.send(self._messages_frame(connect=True))
+            connection.send(self._messages_frame_text(connect=True))
 
     async def _on_disconnected(self, connection: Connection) -> None:
         self._resume.forget(connection.id)
@@ -96,7 +96,7 @@ class ChatProtocol(_Base):
             return
         if admission.status == "dropped":
             # Roll the client back to the stored transcript, then end its request.
-            connection.send(self._messages_frame())
+            connection.send(self._messages_frame_text())
             connection.send(
                 {"type": _RESPONSE, "id": request_id, "body": "", "done": True, "outcome": "skipped"}
             )

@@ -58,7 +58,7 @@ class ResumeHandshake:
         if turn is not None:
             if turn.spec.recovery and turn.spec.continuation:
                 # A recovered continuation appends to the stored partial: the client needs it first.
-                connection.send(self.agent._messages_frame(connect=True))
+                connection.send(self.agent._messages_frame_text(connect=True))
             connection.send({"type": "cf_agent_stream_resuming", "id": turn.request_id})
             self.awaiting_ack.add(connection.id)
             return False  # the transcript would clobber the message the client rebuilds from the replay

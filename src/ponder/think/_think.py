@@ -263,7 +263,13 @@ class Think(Submissions, ProgrammaticTurns, SessionHistory, PromptContext, ChatP
     def _broadcast_messages(self, exclude: Iterable[Connection | str] = ()) -> None:
         """Send the transcript to every client (but ``exclude``); nothing is built when nobody is connected."""
         if self._connections:
-            self.broadcast(self._messages_frame(), exclude=exclude)
+            self.broadcast(self._messages_frame_text(), exclude=exclude)
+
+    def _messages_frame_text(self, *, connect: bool = False) -> str:
+        """:meth:`_messages_frame`, encoded: the messages' cached encodings joined (no re-encoding of a long
+        transcript on every turn)."""
+        tail = ',"connect":true}' if connect else "}"
+        return '{"type":"cf_agent_chat_messages","messages":' + self.session.active_messages_json() + tail
 
     def _messages_frame(self, *, connect: bool = False) -> dict[str, Any]:
         frame: dict[str, Any] = {"type": "cf_agent_chat_messages", "messages": self.session.active_messages()}
