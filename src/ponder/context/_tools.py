@@ -9,6 +9,7 @@ No ``from __future__ import annotations`` here on purpose: the tool functions ar
 (a ``Literal`` built from the labels) must be real objects for ``@tool`` to read.
 """
 
+from collections.abc import Awaitable
 from typing import Any, Literal
 
 from ..tools import Tool, ToolInputError, tool
@@ -16,6 +17,14 @@ from ._blocks import ContextBlockError
 from ._context import Context
 
 __all__ = ["context_tools"]
+
+
+async def _model_facing(call: Awaitable[str]) -> str:
+    """Run a block operation; a refusal (``ContextBlockError``) becomes a tool error the model reads."""
+    try:
+        return await call
+    except ContextBlockError as exc:
+        raise ToolInputError(str(exc)) from None
 
 
 def _labels(labels: list[str]) -> Any:
@@ -38,10 +47,7 @@ def context_tools(context: Context) -> list[Tool]:
         WritableLabel = _labels(writable)
 
         async def write(label: str, content: str, mode: str, title: str | None) -> str:
-            try:
-                return await context.set_block(label, content, mode, title=title)  # type: ignore[arg-type]
-            except ContextBlockError as exc:
-                raise ToolInputError(str(exc)) from None
+            return await _model_facing(context.set_block(label, content, mode, title=title))  # type: ignore[arg-type]
 
         if any(context.get_block(label).kind == "searchable" for label in writable):
 
@@ -93,10 +99,7 @@ def context_tools(context: Context) -> list[Tool]:
                 label: The loadable block.
                 key: The entry to load, as listed in the block.
             """
-            try:
-                return await context.load_skill(label, key)
-            except ContextBlockError as exc:
-                raise ToolInputError(str(exc)) from None
+            return await _model_facing(context.load_skill(label, key))
 
         async def unload_context(label: SkillLabel, key: str) -> str:  # type: ignore[valid-type]
             """Unload an entry you loaded earlier and no longer need, to free context.
@@ -105,10 +108,7 @@ def context_tools(context: Context) -> list[Tool]:
                 label: The loadable block.
                 key: The entry to unload.
             """
-            try:
-                return await context.unload_skill(label, key)
-            except ContextBlockError as exc:
-                raise ToolInputError(str(exc)) from None
+            return await _model_facing(context.unload_skill(label, key))
 
         tools += [tool(load_context), tool(unload_context)]
 
@@ -122,10 +122,7 @@ def context_tools(context: Context) -> list[Tool]:
                 label: The searchable block.
                 query: Words to look for.
             """
-            try:
-                return await context.search(label, query)
-            except ContextBlockError as exc:
-                raise ToolInputError(str(exc)) from None
+            return await _model_facing(context.search(label, query))
 
         tools.append(tool(search_context))
 

@@ -689,33 +689,12 @@ class Recovery:
     def replay(self, connection: Connection, request_id: str) -> bool:
         """Replay a stored stream to ``connection``; False if ``request_id`` is not one we hold."""
         if request_id in self.orphans:
-            bodies = self.orphans[request_id]
-            for seq, body in enumerate(bodies):
-                connection.send(
-                    {
-                        "type": RESPONSE,
-                        "id": request_id,
-                        "body": body,
-                        "done": False,
-                        "replay": True,
-                        "seq": seq,
-                    }
-                )
+            _send_replay(connection, request_id, self.orphans[request_id])
             self.waiters.setdefault(request_id, []).append(connection.id)  # done once recovery decides
             return True
         terminal = self.terminal
         if terminal is not None and terminal["request_id"] == request_id:
-            for seq, body in enumerate(terminal["bodies"]):
-                connection.send(
-                    {
-                        "type": RESPONSE,
-                        "id": request_id,
-                        "body": body,
-                        "done": False,
-                        "replay": True,
-                        "seq": seq,
-                    }
-                )
+            _send_replay(connection, request_id, terminal["bodies"])
             connection.send(
                 {"type": RESPONSE, "id": request_id, "body": terminal["body"], "done": True, "error": True}
             )
@@ -777,3 +756,11 @@ def _merge(existing: dict[str, Any], partial: dict[str, Any]) -> dict[str, Any]:
     if len(parts) < len(existing.get("parts") or ()):
         return existing  # the stored row already holds more than the stream (never shrink it)
     return {**existing, **partial, "parts": parts}
+
+
+def _send_replay(connection: Connection, request_id: str, bodies: list[str]) -> None:
+    """A stored stream's chunks, as the replay frames of the resume handshake."""
+    for seq, body in enumerate(bodies):
+        connection.send(
+            {"type": RESPONSE, "id": request_id, "body": body, "done": False, "replay": True, "seq": seq}
+        )
